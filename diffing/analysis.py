@@ -1,0 +1,677 @@
+"""Orchestration: pair RayServices, diff, classify, predict the rollout, size it, decide.
+
+The operator's decision procedure (semantics §1.4) is followed literally: validation first,
+then suspend, then the cluster hash (full, then "only groups appended"), then the upgrade
+strategy; serveConfigV2 and muted fields are judged only when the cluster is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from . import capacity as cap
+from . import serve
+from .diff import Difference, Differ
+from .errors import ManifestError
+from .findings import Context, collect_findings
+from .gojson import ABSENT, OMIT, GoTypes, TypeDesc, struct
+from .kuberay import Category, VersionRules, rules_for, schema_data
+from .live import LiveCluster
+from .loading import Document, Limits, load_documents
+from .paths import Key, Path, format_path, schema_path
+from .policy import Policy, parse_headroom
+from .report import APPROVE, HOLD, IGNORE, Capacity, Change, Finding, Report, ResourceReport
+from .schema import Schema, SchemaSet, validate
+from .validation import validate_rayservice
+
+SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp",
+                   "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")
+SERVER_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+OPERATOR_FINALIZERS = ("ray.io/rayservice-finalizer",)
+RCC: Path = ("spec", "rayClusterConfig")
+
+
+@lru_cache(maxsize=4)
+def _tables(minor: tuple[int, int]) -> tuple[SchemaSet, GoTypes]:
+    schema_json, go_json = schema_data(minor)
+    return SchemaSet(schema_json), GoTypes(go_json)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """One RayService as read from a text."""
+
+    obj: dict[str, Any]
+    doc: Document
+    source: str
+
+    @property
+    def api_version(self) -> str:
+        return str(self.obj.get("apiVersion", ""))
+
+    @property
+    def key(self) -> tuple[str, str]:
+        meta = self.obj.get("metadata") or {}
+        return str(meta.get("namespace") or "default"), str(meta["name"])
+
+    def line(self, path: Path = ()) -> int | None:
+        return self.doc.line_of(path)
+
+    def where(self, path: Path = ()) -> str:
+        line = self.line(path)
+        return f"{self.source}:{line}" if line else self.source
+
+
+def strip_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop what the API server and the operator write: status, managedFields, uid, ..."""
+    out = {k: v for k, v in obj.items() if k != "status"}
+    meta = dict(out.get("metadata") or {})
+    for k in SERVER_METADATA:
+        meta.pop(k, None)
+    if isinstance(meta.get("annotations"), dict):
+        ann = {k: v for k, v in meta["annotations"].items() if k not in SERVER_ANNOTATIONS}
+        if ann:
+            meta["annotations"] = ann
+        else:
+            meta.pop("annotations")
+    if isinstance(meta.get("finalizers"), list):
+        fin = [f for f in meta["finalizers"] if f not in OPERATOR_FINALIZERS]
+        if fin:
+            meta["finalizers"] = fin
+        else:
+            meta.pop("finalizers")
+    out["metadata"] = meta
+    return out
+
+
+def is_rayservice(value: Any) -> bool:
+    return (isinstance(value, dict) and value.get("kind") == "RayService"
+            and str(value.get("apiVersion", "")).startswith("ray.io/"))
+
+
+def collect(text: str, source: str, limits: Limits) -> tuple[dict[tuple[str, str], Manifest], list[Any]]:
+    """RayServices of a text by (namespace, name), plus any Argo CD Applications in it."""
+    found: dict[tuple[str, str], Manifest] = {}
+    apps: list[Any] = []
+    for doc in load_documents(text, source=source, limits=limits):
+        values = [doc.value]
+        if isinstance(doc.value, dict) and doc.value.get("kind") == "List" and isinstance(
+                doc.value.get("items"), list):
+            values = doc.value["items"]
+        for value in values:
+            if isinstance(value, dict) and value.get("kind") == "Application" and str(
+                    value.get("apiVersion", "")).startswith("argoproj.io/"):
+                apps.append(value)
+            if not is_rayservice(value):
+                continue
+            meta = value.get("metadata")
+            if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+                raise ManifestError("a RayService without metadata.name", source=source,
+                                    document=doc.index, line=doc.line, path="metadata.name")
+            if not isinstance(value.get("spec"), dict):
+                raise ManifestError("a RayService without a spec mapping", source=source,
+                                    document=doc.index, line=doc.line, path="spec")
+            m = Manifest(strip_server_fields(value), doc, source)
+            if m.key in found:
+                first = found[m.key]
+                raise ManifestError(
+                    f"RayService {m.key[0]}/{m.key[1]} appears twice (first in document "
+                    f"{first.doc.index}, line {first.doc.line})",
+                    source=source, document=doc.index, line=doc.line)
+            found[m.key] = m
+    return found, apps
+
+
+class Engine:
+    """Analysis for one KubeRay version and policy."""
+
+    def __init__(self, rules: VersionRules, policy: Policy) -> None:
+        self.rules = rules
+        self.policy = policy
+        self.schemas, self.gotypes = _tables(rules.minor)
+        self.differ = Differ(self.schemas, self.gotypes)
+
+    # -- API server view -------------------------------------------------------------------
+
+    def schema_root(self, api_version: str) -> Schema | None:
+        version = api_version.split("/", 1)[-1]
+        return self.schemas.root(version) or self.schemas.root("v1")
+
+    def spec_schema(self, m: Manifest) -> Schema | None:
+        return self.schemas.child(self.schema_root(m.api_version), "spec")
+
+    def defaulted(self, m: Manifest) -> dict[str, Any]:
+        """The object as the API server stores it: pruned and defaulted spec."""
+        obj = dict(m.obj)
+        obj["spec"] = self.schemas.default_fill(m.obj.get("spec") or {}, self.spec_schema(m))
+        return obj
+
+    def spec_type(self, key: str) -> TypeDesc | None:
+        if key == "rayClusterConfig":
+            return self.gotypes.root
+        if key == "serveService":
+            return struct("core/v1.Service")
+        return None
+
+    # -- the cluster hash ------------------------------------------------------------------
+
+    def hash_input(self, m: Manifest, groups: int | None = None) -> Any:
+        """The Go encoding KubeRay hashes, muted fields removed (``groups`` truncates)."""
+        rcc = (m.obj.get("spec") or {}).get("rayClusterConfig", ABSENT)
+        if groups is not None and isinstance(rcc, dict):
+            rcc = dict(rcc)
+            rcc["workerGroupSpecs"] = list(rcc.get("workerGroupSpecs") or [])[:groups]
+        sch = self.schemas.child(self.spec_schema(m), "rayClusterConfig")
+        encoded = self.gotypes.encode(rcc, self.gotypes.root, self.schemas, sch)
+        for pattern in self.rules.muted_patterns:
+            _drop(encoded, pattern[2:])
+        return encoded
+
+    # -- diffing -----------------------------------------------------------------------------
+
+    def differences(self, b: Manifest, a: Manifest) -> list[Difference]:
+        out: list[Difference] = []
+        if b.api_version != a.api_version:
+            out.append(Difference(("apiVersion",), b.api_version, a.api_version, "modified", True,
+                                  "same stored object"))
+        out.extend(self.differ.diff(b.obj.get("metadata") or {}, a.obj.get("metadata") or {},
+                                    ("metadata",), None, None))
+        bspec, aspec = b.obj.get("spec") or {}, a.obj.get("spec") or {}
+        sch = self.spec_schema(a)
+        for key in list(bspec) + [k for k in aspec if k not in bspec]:
+            if key == "serveConfigV2":
+                continue
+            bv, av = bspec.get(key, ABSENT), aspec.get(key, ABSENT)
+            if type(bv) is type(av) and bv == av:
+                continue
+            child = self.schemas.child(sch, key)
+            if child is None:
+                kind = "added" if bv is ABSENT else "removed" if av is ABSENT else "modified"
+                out.append(Difference(("spec", key), bv, av, kind, True, "unknown field, pruned"))
+                continue
+            out.extend(self.differ.diff(bv, av, ("spec", key), child, self.spec_type(key)))
+        return out
+
+
+def _drop(value: Any, pattern: tuple[str, ...]) -> None:
+    if not pattern or value is OMIT:
+        return
+    head, rest = pattern[0], pattern[1:]
+    if head == "[]":
+        if isinstance(value, list):
+            for item in value:
+                _drop(item, rest)
+        return
+    if isinstance(value, dict) and head in value:
+        if rest:
+            _drop(value[head], rest)
+        else:
+            del value[head]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Pair:
+    """Working state for one RayService while it is analysed."""
+
+    key: tuple[str, str]
+    before: Manifest | None
+    after: Manifest | None
+    changes: list[Change]
+    real: set[Category]
+    reasons: list[str]
+    findings: list[Finding]
+
+
+def _rcc(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+    spec = (obj or {}).get("spec") or {}
+    rcc = spec.get("rayClusterConfig") if isinstance(spec, dict) else None
+    return rcc if isinstance(rcc, dict) else {}
+
+
+def _truthy(value: Any) -> bool:
+    return value is True
+
+
+def resolve_strategy(spec: Mapping[str, Any], policy: Policy, rules: VersionRules) -> tuple[str, str]:
+    """(``new-cluster`` | ``incremental`` | ``not-applied``, how it was resolved)."""
+    gate = policy.feature_gates.get("RayServiceIncrementalUpgrade", rules.incremental_gate_default)
+    kind = (spec.get("upgradeStrategy") or {}).get("type") if isinstance(
+        spec.get("upgradeStrategy"), dict) else None
+    if kind == "NewCluster":
+        return "new-cluster", "upgradeStrategy.type NewCluster"
+    if kind == "NewClusterWithIncrementalUpgrade":
+        if gate:
+            return "incremental", "upgradeStrategy.type NewClusterWithIncrementalUpgrade"
+        return "not-applied", ("upgradeStrategy.type NewClusterWithIncrementalUpgrade with the "
+                               "RayServiceIncrementalUpgrade feature gate off behaves like None")
+    if kind == "None":
+        return "not-applied", "upgradeStrategy.type None"
+    env = policy.operator_env.get("ENABLE_ZERO_DOWNTIME", "")
+    if env.lower() == "false":
+        return "not-applied", "no upgradeStrategy.type and operator env ENABLE_ZERO_DOWNTIME=false"
+    return "new-cluster", "default strategy NewCluster (no upgradeStrategy.type)"
+
+
+def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
+                 after: Manifest | None, *, headroom: Mapping[str, Fraction] | None,
+                 live: LiveCluster | None, argo_apps: list[Any]) -> ResourceReport:
+    rules, policy = engine.rules, engine.policy
+    main = after or before
+    assert main is not None
+    pair = Pair(key, before, after, [], set(), [], [])
+    b_def = engine.defaulted(before) if before else None
+    a_def = engine.defaulted(after) if after else None
+    schema_errors: list[tuple[Path, str]] = []
+    op_problems: list[tuple[str, Path, str]] = []
+    strategy_note = ""
+
+    # 1. changes ------------------------------------------------------------------------------
+    b_serve = serve.parse((before.obj.get("spec") or {}).get("serveConfigV2", ABSENT) if before else ABSENT)
+    a_serve = serve.parse((after.obj.get("spec") or {}).get("serveConfigV2", ABSENT) if after else ABSENT)
+    full_equal = partial_equal = True
+    if before and after:
+        for d in engine.differences(before, after):
+            rule = rules.category_of(schema_path(d.path))
+            category = Category.NO_OP if d.noop else rule.category
+            pair.changes.append(Change(d.path, category.value, d.before, d.after, d.note))
+        for s in serve.diff(b_serve, a_serve):
+            category = Category.NO_OP if s.noop else Category.SERVE_IN_PLACE
+            pair.changes.append(Change(s.path, category.value, s.before, s.after, s.detail))
+        hb = engine.hash_input(before)
+        full_equal = hb == engine.hash_input(after)
+        if not full_equal:
+            n = len(_rcc(before.obj).get("workerGroupSpecs") or [])
+            a_groups = len(_rcc(after.obj).get("workerGroupSpecs") or [])
+            partial_equal = a_groups >= n and engine.hash_input(after, n) == hb
+            if partial_equal:
+                pair.changes = [_appended(c, n) for c in pair.changes]
+        pair.real = {Category(c.category) for c in pair.changes} - {Category.NO_OP}
+        if not full_equal and not (pair.real & {Category.CLUSTER_RECREATE,
+                                                Category.WORKER_GROUP_APPENDED}):
+            # The walk and the hash disagree only if a difference hides in a value that the
+            # walk judged as a whole; report the cluster spec itself so nothing is lost.
+            pair.changes.append(Change(RCC, Category.CLUSTER_RECREATE.value, None, None,
+                                       "the cluster hash input differs"))
+            pair.real.add(Category.CLUSTER_RECREATE)
+
+    # 2. validation of the new manifest ------------------------------------------------------
+    if after and a_def is not None:
+        spec_sch = engine.spec_schema(after)
+        schema_errors = validate(engine.schemas, after.obj.get("spec"), spec_sch, ("spec",))
+        gate = policy.feature_gates.get("RayServiceIncrementalUpgrade", rules.incremental_gate_default)
+        op_problems = validate_rayservice(a_def, incremental_gate=gate, feature_gates=policy.feature_gates)
+
+    # 3. rollout ------------------------------------------------------------------------------
+    a_spec = (a_def or {}).get("spec") or {}
+    b_spec = (b_def or {}).get("spec") or {}
+    autoscaling = _truthy(_rcc(a_def or b_def).get("enableInTreeAutoscaling"))
+    if before is None:
+        action, rollout = "created", "create"
+        pair.reasons.append("the RayService is new: KubeRay builds its first RayCluster at full size")
+    elif after is None:
+        action, rollout = "deleted", "delete"
+        pair.reasons.append("the RayService is removed: its RayClusters and Services are deleted")
+    else:
+        action = "updated" if pair.changes else "unchanged"
+        rollout = _rollout(pair, engine, b_spec, a_spec, full_equal, partial_equal, autoscaling,
+                           schema_errors, op_problems)
+        if rollout in ("new-cluster", "incremental", "not-applied") and not full_equal and not partial_equal:
+            strategy_note = resolve_strategy(a_spec, policy, rules)[1]
+    if after and before is None and (schema_errors or op_problems):
+        rollout = "not-applied"
+
+    # 4. capacity -----------------------------------------------------------------------------
+    capacity = _capacity(engine, rollout, b_def, a_def, pair, headroom, live, autoscaling)
+
+    # 5. findings -----------------------------------------------------------------------------
+    ctx = Context(engine=engine, before=before, after=after, b_def=b_def, a_def=a_def,
+                  b_serve=b_serve, a_serve=a_serve, changes=pair.changes, real=pair.real,
+                  rollout=rollout, autoscaling=autoscaling, schema_errors=schema_errors,
+                  op_problems=op_problems, live=live, argo_apps=argo_apps, capacity=capacity)
+    pair.findings.extend(collect_findings(ctx))
+
+    # 6. decision -----------------------------------------------------------------------------
+    decision = _decide(pair, engine, rollout, capacity, headroom, live)
+    ignore: tuple[dict[str, Any], ...] = ()
+    if decision == IGNORE:
+        ignore = (ignore_differences_entry(key),)
+    if strategy_note:
+        pair.reasons.insert(0, f"strategy: {strategy_note}")
+    order = {"error": 0, "warning": 1, "info": 2}
+    findings = tuple(sorted(pair.findings, key=lambda f: order.get(f.severity, 3)))
+    return ResourceReport(
+        api_version=main.api_version, namespace=key[0], name=key[1], action=action,
+        rollout=rollout, decision=decision, reasons=tuple(pair.reasons), changes=tuple(pair.changes),
+        capacity=capacity, findings=findings, ignore_differences=ignore,
+        source=main.where(), strategy=strategy_note,
+    )
+
+
+def _appended(change: Change, n: int) -> Change:
+    """Worker groups added after the first ``n`` while those stay hash-equal: appended."""
+    p = change.path
+    if (len(p) == 4 and p[:3] == RCC + ("workerGroupSpecs",) and change.before is ABSENT
+            and change.category == Category.CLUSTER_RECREATE.value
+            and (isinstance(p[3], Key) or (isinstance(p[3], int) and p[3] >= n))):
+        return Change(p, Category.WORKER_GROUP_APPENDED.value, change.before, change.after,
+                      change.detail)
+    return change
+
+
+def _rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spec: Mapping[str, Any],
+             full_equal: bool, partial_equal: bool, autoscaling: bool,
+             schema_errors: list[tuple[Path, str]], op_problems: list[tuple[str, Path, str]]) -> str:
+    rules, policy, real = engine.rules, engine.policy, pair.real
+    if rules.has_rayservice_suspend:
+        was, now = _truthy(b_spec.get("suspend")), _truthy(a_spec.get("suspend"))
+        if now and not was:
+            pair.reasons.append("spec.suspend turns true: every RayCluster and Service of this "
+                                "RayService is deleted and serving stops")
+            return "suspend"
+        if was and not now:
+            pair.reasons.append("spec.suspend turns false: a brand-new RayCluster is built at full size")
+            return "resume"
+        if now and was and real:
+            pair.reasons.append("the RayService stays suspended: nothing is applied until it resumes")
+            return "not-applied"
+    if schema_errors:
+        path, msg = schema_errors[0]
+        pair.reasons.append(f"the API server rejects the new manifest ({format_path(path)} {msg}); "
+                            "nothing is applied")
+        return "not-applied"
+    if op_problems:
+        _, path, msg = op_problems[0]
+        pair.reasons.append(f"KubeRay's validation fails ({format_path(path)}: {msg}): the operator marks "
+                            "the RayService ValidationFailed and does nothing")
+        return "not-applied"
+    if not full_equal:
+        if partial_equal:
+            pair.reasons.append("only worker groups were appended: KubeRay updates the running "
+                                "RayCluster in place (no new cluster)")
+            return "cluster-in-place"
+        strategy, how = resolve_strategy(a_spec, policy, rules)
+        if strategy == "not-applied":
+            pair.reasons.append(f"the cluster spec changed but {how}: the change is silently not "
+                                "applied (only an operator log line)")
+            return "not-applied"
+        if strategy == "incremental":
+            pair.reasons.append("the cluster spec changed: KubeRay builds a new RayCluster and shifts "
+                                "capacity and traffic to it step by step through the Gateway")
+            return "incremental"
+        pair.reasons.append("the cluster spec changed: KubeRay builds a whole new RayCluster next to "
+                            "the old one and switches traffic when its Serve apps are RUNNING")
+        return "new-cluster"
+    b_rc_suspend = _truthy(_rcc({"spec": b_spec}).get("suspend"))
+    a_rc_suspend = _truthy(_rcc({"spec": a_spec}).get("suspend"))
+    if rules.cluster_suspend_in_place and b_rc_suspend != a_rc_suspend:
+        pair.reasons.append("rayClusterConfig.suspend toggled: KubeRay v1.6 updates the RayCluster in place")
+        return "cluster-in-place"
+    if Category.SERVE_IN_PLACE in real:
+        pair.reasons.append("only serveConfigV2 changed: KubeRay re-submits it to the running "
+                            "cluster and Ray Serve applies it in place")
+        return "serve-in-place"
+    if Category.AUTOSCALER_OWNED in real:
+        if autoscaling:
+            pair.reasons.append("only autoscaler-owned fields changed and in-tree autoscaling is on: "
+                                "KubeRay does nothing and the autoscaler keeps sizing the cluster")
+            return "none"
+        pair.reasons.append("only replicas/minReplicas/maxReplicas/workersToDelete changed: KubeRay "
+                            "never propagates them to the running RayCluster on their own")
+        return "not-applied"
+    if Category.OPERATOR_IGNORED in real:
+        pair.reasons.append("only fields KubeRay leaves out of its comparison changed (tolerations, "
+                            "schedulingGates, rayClusterConfig.suspend...): nothing reaches the cluster")
+        return "not-applied"
+    if real:
+        pair.reasons.append("only RayService-level fields changed: no RayCluster is touched")
+    elif pair.changes:
+        pair.reasons.append("every difference vanishes under the operator's normalisation")
+    else:
+        pair.reasons.append("no change")
+    return "none"
+
+
+def _capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | None,
+              a_def: Mapping[str, Any] | None, pair: Pair, headroom: Mapping[str, Fraction] | None,
+              live: LiveCluster | None, autoscaling: bool) -> Capacity:
+    policy = engine.policy
+    init = policy.operator_env.get("ENABLE_INIT_CONTAINER_INJECTION", "true").lower() != "false"
+    accel = policy.accelerators
+    basis = "live" if live is not None and (live.active_cluster or live.worker_replicas) else "manifest"
+    old = cap.cluster_shape(_rcc(b_def), init_injection=init) if b_def else None
+    new = cap.cluster_shape(_rcc(a_def), init_injection=init) if a_def else None
+    current: dict[str, int] = {}
+    if old is not None:
+        current = {g.name: g.replicas for g in old.groups}
+        if basis == "live" and live is not None:
+            current.update({k: v for k, v in live.worker_replicas.items() if k in current})
+    old_total = old.total(current) if old else {}
+    extra: cap.Amounts = {}
+    phases: list[tuple[str, cap.Amounts]] = []
+    if new is not None and rollout in ("create", "resume"):
+        extra = new.total()
+        phases = [("before", {}), ("after", extra)]
+    elif new is not None and rollout == "new-cluster":
+        reps = {}
+        for g in new.groups:
+            if autoscaling and basis == "live" and g.name in current:
+                reps[g.name] = cap.clamp(current[g.name], g.min_replicas, g.max_replicas)
+        extra = new.total(reps)
+        phases = [("before", old_total), ("both clusters", cap.add(old_total, extra)), ("after", extra)]
+    elif new is not None and rollout == "incremental":
+        opts = ((a_def or {}).get("spec") or {}).get("upgradeStrategy", {}).get("clusterUpgradeOptions") or {}
+        surge = opts.get("maxSurgePercent", 100)
+        surge = surge if isinstance(surge, int) and 0 <= surge <= 100 else 100
+        reps = {g.name: cap.surge_replicas(g, current.get(g.name, g.replicas), surge) for g in new.groups}
+        extra = new.total(reps)
+        full = new.total({g.name: current.get(g.name, g.replicas) for g in new.groups})
+        phases = [("before", old_total), (f"first step (+{surge}%)", cap.add(old_total, extra)),
+                  ("after", full)]
+    elif new is not None and rollout == "cluster-in-place":
+        for g in new.groups:
+            if g.name not in current:
+                extra = cap.add(extra, g.resources())
+            elif g.replicas > current[g.name]:
+                extra = cap.add(extra, g.per_pod, (g.replicas - current[g.name]) * g.hosts)
+        phases = [("before", old_total), ("after", cap.add(old_total, extra))]
+    extra = cap.positive(extra)
+    peak = cap.add(old_total, extra) if extra and rollout not in ("create", "resume") else dict(extra)
+    head = live.headroom if live is not None and live.headroom is not None else None
+    known = parse_headroom(head) if head is not None else headroom
+    serve_info = None
+    if b_def is not None or a_def is not None:
+        serve_info = _serve_gpus(pair, new)
+    return Capacity(
+        basis=basis,
+        extra=cap.render_amounts(extra, accel),
+        peak=cap.render_amounts(peak, accel) if extra else {},
+        headroom=cap.render_amounts(known, accel) if known is not None else None,
+        phases=tuple((label, cap.render_amounts(a, accel)) for label, a in phases),
+        serve=serve_info,
+    )
+
+
+def _serve_gpus(pair: Pair, new: cap.ClusterShape | None) -> dict[str, Any] | None:
+    before = serve.gpu_demand(serve.parse(((pair.before.obj.get("spec") or {}).get("serveConfigV2", ABSENT))
+                                          if pair.before else ABSENT))
+    after = serve.gpu_demand(serve.parse(((pair.after.obj.get("spec") or {}).get("serveConfigV2", ABSENT))
+                                         if pair.after else ABSENT))
+    if before.gpus == after.gpus == 0:
+        return None
+    out: dict[str, Any] = {"before": _num(before.gpus), "after": _num(after.gpus)}
+    if new is not None:
+        out["ceiling"] = _num(float(logical_gpu_ceiling(pair.after.obj if pair.after else {}, new)))
+    return out
+
+
+def logical_gpu_ceiling(obj: Mapping[str, Any], shape: cap.ClusterShape) -> float:
+    """Ray GPUs the cluster can ever offer: head + every group at maxReplicas x numOfHosts."""
+    rcc = _rcc(obj)
+    total = _logical_gpus(rcc.get("headGroupSpec") or {})
+    for g, size in zip(rcc.get("workerGroupSpecs") or [], shape.groups, strict=False):
+        if size.suspended or size.max_replicas >= cap.MAX_INT32:
+            if size.max_replicas >= cap.MAX_INT32 and _logical_gpus(g) > 0:
+                return float("inf")
+            continue
+        total += _logical_gpus(g) * size.max_replicas * size.hosts
+    return total
+
+
+def _logical_gpus(group: Mapping[str, Any]) -> float:
+    """``num-gpus`` as KubeRay passes it to ``ray start`` (rayStartParams > resources > limits)."""
+    if not isinstance(group, Mapping):
+        return 0.0
+    params = group.get("rayStartParams") or {}
+    if isinstance(params, Mapping) and "num-gpus" in params:
+        try:
+            return float(params["num-gpus"])
+        except (TypeError, ValueError):
+            return 0.0
+    res = group.get("resources") or {}
+    if isinstance(res, Mapping):
+        for k, v in res.items():
+            if cap.is_gpu(str(k)):
+                try:
+                    return float(cap.Quantity.parse(v).ceil())
+                except cap.QuantityError:
+                    return 0.0
+    spec = ((group.get("template") or {}).get("spec") or {}) if isinstance(group.get("template"), Mapping) else {}
+    containers = spec.get("containers") or [] if isinstance(spec, Mapping) else []
+    if containers and isinstance(containers[0], Mapping):
+        limits = ((containers[0].get("resources") or {}).get("limits") or {})
+        for k in sorted(limits):
+            if cap.is_gpu(str(k)):
+                try:
+                    value = cap.Quantity.parse(limits[k]).value
+                except cap.QuantityError:
+                    continue
+                if value > 0:
+                    return float(value)
+    return 0.0
+
+
+def _num(value: float) -> int | float:
+    if value == float("inf"):
+        return -1
+    return int(value) if float(value).is_integer() else round(value, 3)
+
+
+def _decide(pair: Pair, engine: Engine, rollout: str, capacity: Capacity,
+            headroom: Mapping[str, Fraction] | None, live: LiveCluster | None) -> str:
+    policy = engine.policy
+    errors = [f for f in pair.findings if f.severity == "error"]
+    hold: list[str] = []
+    if rollout == "suspend":
+        hold.append("suspending stops serving: hold until someone confirms the outage is intended")
+    if errors and policy.hold_on_errors:
+        hold.append(f"{len(errors)} error finding(s): {errors[0].message}")
+    if rollout == "not-applied":
+        if policy.not_applied == "hold":
+            hold.append("the operator will not apply what this change asks (see the reasons)")
+        else:
+            pair.reasons.append("policy notApplied=warn: not holding a change the operator will not apply")
+    if rollout in ("new-cluster", "incremental"):
+        hold.extend(_capacity_holds(engine, capacity, headroom, live))
+    if live is not None and live.upgrade_in_progress and rollout in ("new-cluster", "incremental"):
+        pair.reasons.append(f"an upgrade is already in flight (pending RayCluster {live.pending_cluster}): "
+                            "this change supersedes it and the superseded cluster runs until its "
+                            "deletion delay ends")
+    if hold:
+        pair.reasons.extend(hold)
+        return HOLD
+    if rollout == "none" and pair.real and pair.real <= {Category.AUTOSCALER_OWNED}:
+        pair.reasons.append("Git is fighting the autoscaler: ignore these fields in Argo CD instead of "
+                            "syncing them")
+        return IGNORE
+    return APPROVE
+
+
+def _capacity_holds(engine: Engine, capacity: Capacity, headroom: Mapping[str, Fraction] | None,
+                    live: LiveCluster | None) -> list[str]:
+    policy = engine.policy
+    if policy.hold_on_recreate == "never":
+        return []
+    if policy.hold_on_recreate == "always":
+        return ["policy holdOnRecreate=always: every cluster recreation is held"]
+    known = parse_headroom(live.headroom) if live is not None and live.headroom is not None else headroom
+    out = []
+    for name, raw in capacity.extra.items():
+        amount = cap.Quantity.parse(raw).value
+        accelerator = cap.is_accelerator(name, policy.accelerators)
+        if not accelerator and name not in policy.thresholds:
+            continue
+        free = (known or {}).get(name, Fraction(0))
+        limit = free + policy.thresholds.get(name, Fraction(0))
+        if amount > limit:
+            where = (f"known headroom covers {cap.render_amounts({name: free}).get(name, 0)}"
+                     if known is not None else "no headroom is known")
+            out.append(f"the rollout needs {raw} extra {name} while the old cluster still runs; {where}"
+                       " (without room the new pods stay Pending and the rollout never finishes)")
+    return out
+
+
+def ignore_differences_entry(key: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "group": "ray.io", "kind": "RayService", "name": key[1], "namespace": key[0],
+        "jqPathExpressions": [
+            ".spec.rayClusterConfig.workerGroupSpecs[]?.replicas",
+            ".spec.rayClusterConfig.workerGroupSpecs[]?.scaleStrategy",
+        ],
+    }
+
+
+def analyze(before_text: str, after_text: str, kuberay_version: str = "1.7.0",
+            headroom: Mapping[str, Any] | None = None, policy: Mapping[str, Any] | None = None, *,
+            live: Mapping[str, LiveCluster] | None = None, sources: tuple[str, str] = ("before", "after"),
+            limits: Limits | None = None) -> Report:
+    """Analyse a change from ``before_text`` to ``after_text`` (YAML; ``""`` = nothing there).
+
+    >>> report = analyze("", open_sample_text)            # doctest: +SKIP
+    >>> report.to_dict()["resources"][0]["rollout"]       # doctest: +SKIP
+    'create'
+
+    Raises :class:`~diffing.errors.ManifestError` for a text that cannot be read,
+    :class:`~diffing.errors.PolicyError` for a bad policy or headroom and
+    :class:`~diffing.errors.UnsupportedVersionError` for an unknown KubeRay version.
+    """
+    rules = rules_for(kuberay_version)
+    pol = Policy.from_mapping(policy)
+    room = parse_headroom(headroom)
+    lim = limits or Limits()
+    engine = Engine(rules, pol)
+    befores, _ = collect(before_text or "", sources[0], lim)
+    afters, apps = collect(after_text or "", sources[1], lim)
+    resources = []
+    for key in sorted(set(befores) | set(afters)):
+        live_state = (live or {}).get(f"{key[0]}/{key[1]}")
+        resources.append(analyze_pair(engine, key, befores.get(key), afters.get(key), headroom=room,
+                                      live=live_state, argo_apps=apps))
+    decision = HOLD if any(r.decision == HOLD for r in resources) else \
+        IGNORE if any(r.decision == IGNORE for r in resources) else APPROVE
+    return Report(kuberay_version=rules.version, decision=decision, summary=summarize(decision, resources),
+                  resources=tuple(resources))
+
+
+def summarize(decision: str, resources: list[ResourceReport]) -> str:
+    if not resources:
+        return "approve: no RayService in the change"
+    held = [r for r in resources if r.decision == HOLD]
+    focus = held[0] if held else next((r for r in resources if r.rollout != "none"), resources[0])
+    gpus = {k: v for k, v in focus.capacity.extra.items() if k not in ("cpu", "memory")
+            and isinstance(v, int)}
+    parts = [f"{decision}: {focus.namespace}/{focus.name} → {focus.rollout}"]
+    if gpus:
+        parts.append("needs " + ", ".join(f"{v} extra {k}" for k, v in gpus.items()))
+    if focus.reasons and decision == HOLD:
+        parts.append(focus.reasons[-1].split(":")[0])
+    others = len(resources) - 1
+    if others:
+        parts.append(f"+{others} more RayService{'s' if others > 1 else ''}")
+    return "; ".join(parts)

@@ -1,0 +1,31 @@
+"""What the caller knows about the running cluster (the "live basis"), as plain values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class LiveCluster:
+    """The live state behind one RayService.
+
+    * ``active_cluster`` / ``pending_cluster``: RayCluster names from the RayService status;
+      a pending cluster means an upgrade is already in flight.
+    * ``worker_replicas``: the active cluster's current (autoscaled) replicas per group name.
+    * ``headroom``: free capacity for this RayService's new pods, e.g. ``{"nvidia.com/gpu": 2}``
+      (free allocatable on the nodes its pods can land on); overrides the caller's global one.
+    * ``divergence``: paths where the running RayCluster differs from the live RayService's
+      ``rayClusterConfig`` beyond the muted fields (an earlier change never applied).
+    """
+
+    active_cluster: str | None = None
+    pending_cluster: str | None = None
+    worker_replicas: Mapping[str, int] = field(default_factory=dict)
+    headroom: Mapping[str, Any] | None = None
+    divergence: tuple[str, ...] = ()
+
+    @property
+    def upgrade_in_progress(self) -> bool:
+        return bool(self.pending_cluster)

@@ -1,0 +1,243 @@
+"""Safe YAML loading with line numbers and hard limits.
+
+Only PyYAML's safe constructors are used (its C parser when libyaml is present). Before a
+document is turned into Python values, its node graph is checked: aliases may not expand
+past ``max_nodes`` (a "billion laughs" text is refused, not expanded), nesting may not pass
+``max_depth``, anchors may not refer to themselves and a mapping may not repeat a key
+(the Kubernetes API server refuses duplicate keys, PyYAML would keep the last one).
+The composed nodes are kept, so a path can be turned back into a line number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .errors import ManifestError
+from .paths import Key, Path, format_path
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds on what a single text may cost to read."""
+
+    max_bytes: int = 16 * 1024 * 1024
+    max_nodes: int = 2_000_000
+    max_depth: int = 100
+    max_documents: int = 10_000
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class _Constructor(_Loader):  # type: ignore[misc, valid-type]
+    """The safe loader, with timestamps and binary kept as the strings Kubernetes sees."""
+
+
+def _construct_str(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    return str(node.value)
+
+
+_Constructor.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
+_Constructor.add_constructor("tag:yaml.org,2002:binary", _construct_str)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One YAML document: its 1-based ``index`` in the text, its value and its nodes."""
+
+    index: int
+    value: Any
+    node: yaml.Node | None = field(repr=False, compare=False, default=None)
+
+    @property
+    def line(self) -> int | None:
+        return self.node.start_mark.line + 1 if self.node is not None else None
+
+    def line_of(self, path: Path) -> int | None:
+        """The 1-based line of the deepest node along ``path`` that exists."""
+        node = self.node
+        if node is None:
+            return None
+        best = node.start_mark.line + 1
+        for seg in path:
+            child = _child(node, seg)
+            if child is None:
+                break
+            node = child
+            best = node.start_mark.line + 1
+        return best
+
+
+def _child(node: yaml.Node, seg: Any) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode) and isinstance(seg, str):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == seg:
+                return value_node
+        return None
+    if isinstance(node, yaml.SequenceNode):
+        if isinstance(seg, int):
+            return node.value[seg] if 0 <= seg < len(node.value) else None
+        if isinstance(seg, Key):
+            for item in node.value:
+                if isinstance(item, yaml.MappingNode):
+                    for key_node, value_node in item.value:
+                        if (key_node.value == seg.field and isinstance(value_node, yaml.ScalarNode)
+                                and str(value_node.value) == seg.value):
+                            return item
+    return None
+
+
+def _check_graph(node: yaml.Node, limits: Limits, where: dict[str, Any]) -> None:
+    """Walk the node graph once per distinct node, counting its expanded size."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    total = 0
+
+    def visit(n: yaml.Node, depth: int, path: tuple[Any, ...]) -> int:
+        nonlocal total
+        ident = id(n)
+        if ident in sizes:
+            size = sizes[ident]
+            total += size
+            if total > limits.max_nodes:
+                _fail(n, f"aliases expand to more than {limits.max_nodes} nodes", path)
+            return size
+        if ident in active:
+            _fail(n, "an anchor refers to itself (recursive alias)", path)
+        if depth > limits.max_depth:
+            _fail(n, f"nesting deeper than {limits.max_depth} levels", path)
+        size = 1
+        total += 1
+        if isinstance(n, yaml.ScalarNode):
+            sizes[ident] = 1
+            return 1
+        active.add(ident)
+        if isinstance(n, yaml.SequenceNode):
+            for i, item in enumerate(n.value):
+                size += visit(item, depth + 1, path + (i,))
+        else:
+            seen: dict[Any, int] = {}
+            for key_node, value_node in n.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    if key_node.tag != "tag:yaml.org,2002:merge":
+                        if key_node.value in seen:
+                            _fail(key_node, f"duplicate key {key_node.value!r} (first on line "
+                                            f"{seen[key_node.value]})", path)
+                        seen[key_node.value] = key_node.start_mark.line + 1
+                    segment: Any = key_node.value
+                else:
+                    size += visit(key_node, depth + 1, path)
+                    segment = "?"
+                size += visit(value_node, depth + 1, path + (segment,))
+        active.discard(ident)
+        sizes[ident] = size
+        if total > limits.max_nodes:
+            _fail(n, f"aliases expand to more than {limits.max_nodes} nodes", path)
+        return size
+
+    def _fail(n: yaml.Node, reason: str, path: tuple[Any, ...]) -> None:
+        raise ManifestError(reason, line=n.start_mark.line + 1, path=format_path(path), **where)
+
+    visit(node, 0, ())
+
+
+def _keys_to_str(value: Any, depth: int = 0) -> Any:
+    """JSON has only string keys; Kubernetes' YAML reader turns other keys into strings."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                k = "true" if k is True else "false" if k is False else "null" if k is None else str(k)
+            out[k] = _keys_to_str(v, depth + 1)
+        return out
+    if isinstance(value, list):
+        return [_keys_to_str(v, depth + 1) for v in value]
+    return value
+
+
+def _has_odd_keys(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(not isinstance(k, str) or _has_odd_keys(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_odd_keys(v) for v in value)
+    return False
+
+
+def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFAULT_LIMITS
+                   ) -> Iterator[Document]:
+    """Yield the documents of ``text``; raise :class:`ManifestError` for unreadable input."""
+    if isinstance(text, bytes):
+        if len(text) > limits.max_bytes:
+            raise ManifestError(f"text is {len(text)} bytes, over the {limits.max_bytes}-byte limit",
+                                source=source)
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ManifestError(f"not UTF-8 text (byte {exc.start})", source=source) from None
+    elif len(text) > limits.max_bytes:
+        raise ManifestError(f"text is {len(text)} characters, over the {limits.max_bytes} limit",
+                            source=source)
+    loader = _Constructor(text)
+    index = 0
+    try:
+        while True:
+            index += 1
+            try:
+                if not loader.check_node():
+                    return
+                node = loader.get_node()
+            except yaml.MarkedYAMLError as exc:
+                mark = exc.problem_mark or exc.context_mark
+                raise ManifestError(
+                    _yaml_reason(exc), source=source, document=index,
+                    line=mark.line + 1 if mark is not None else None,
+                ) from None
+            except yaml.YAMLError as exc:
+                raise ManifestError(f"not valid YAML: {exc}", source=source, document=index) from None
+            if index > limits.max_documents:
+                raise ManifestError(f"more than {limits.max_documents} documents", source=source)
+            if node is None:
+                yield Document(index, None, None)
+                continue
+            where = {"source": source, "document": index}
+            _check_graph(node, limits, where)
+            try:
+                value = loader.construct_document(node)
+            except yaml.MarkedYAMLError as exc:
+                mark = exc.problem_mark or exc.context_mark
+                raise ManifestError(_yaml_reason(exc), line=mark.line + 1 if mark else None,
+                                    **where) from None
+            except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+                raise ManifestError(f"cannot read a value: {exc}", line=node.start_mark.line + 1,
+                                    **where) from None
+            if _has_odd_keys(value):
+                value = _keys_to_str(value)
+            yield Document(index, value, node)
+    finally:
+        loader.dispose()
+
+
+def load_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFAULT_LIMITS
+                   ) -> list[Document]:
+    """All documents of ``text`` (empty documents included, with value ``None``)."""
+    return list(iter_documents(text, source=source, limits=limits))
+
+
+def load_value(text: str, *, source: str = "", limits: Limits = DEFAULT_LIMITS) -> Any:
+    """The single value of a one-document text, e.g. a serveConfigV2 string or a policy."""
+    docs = load_documents(text, source=source, limits=limits)
+    if len(docs) > 1:
+        raise ManifestError(f"expected one YAML document, found {len(docs)}", source=source,
+                            document=2, line=docs[1].line)
+    return docs[0].value if docs else None
+
+
+def _yaml_reason(exc: yaml.MarkedYAMLError) -> str:
+    parts = [p for p in (exc.context, exc.problem) if p]
+    return "not valid YAML: " + "; ".join(parts) if parts else "not valid YAML"

@@ -1,0 +1,118 @@
+"""The report: plain frozen values, and their JSON form (``schemaVersion: 1``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .gojson import ABSENT, OMIT
+from .paths import Path, format_path
+
+SCHEMA_VERSION = 1
+APPROVE, HOLD, IGNORE = "approve", "hold", "ignore-differences"
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    path: Path
+    category: str
+    before: Any
+    after: Any
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"path": format_path(self.path), "category": self.category,
+               "before": _plain(self.before), "after": _plain(self.after)}
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    severity: str
+    code: str
+    path: str
+    message: str
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"severity": self.severity, "code": self.code, "path": self.path,
+                               "message": self.message}
+        if self.line is not None:
+            out["line"] = self.line
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    basis: str
+    extra: dict[str, Any]
+    peak: dict[str, Any]
+    headroom: dict[str, Any] | None
+    phases: tuple[tuple[str, dict[str, Any]], ...] = ()
+    serve: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"basis": self.basis, "extra": self.extra, "peak": self.peak,
+                               "headroom": self.headroom}
+        if self.serve is not None:
+            out["serveGpus"] = self.serve
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceReport:
+    api_version: str
+    namespace: str
+    name: str
+    action: str
+    rollout: str
+    decision: str
+    reasons: tuple[str, ...]
+    changes: tuple[Change, ...]
+    capacity: Capacity
+    findings: tuple[Finding, ...]
+    ignore_differences: tuple[dict[str, Any], ...] = ()
+    source: str = ""  # "file:line" of the after (or before) manifest
+    strategy: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "apiVersion": self.api_version, "kind": "RayService", "namespace": self.namespace,
+            "name": self.name, "action": self.action, "rollout": self.rollout,
+            "decision": self.decision, "reasons": list(self.reasons),
+            "changes": [c.to_dict() for c in self.changes],
+            "capacity": self.capacity.to_dict(),
+            "findings": [f.to_dict() for f in self.findings],
+            "ignoreDifferences": [dict(x) for x in self.ignore_differences],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    kuberay_version: str
+    decision: str
+    summary: str
+    resources: tuple[ResourceReport, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schemaVersion": SCHEMA_VERSION,
+            "kuberayVersion": self.kuberay_version,
+            "decision": self.decision,
+            "summary": self.summary,
+            "resources": [r.to_dict() for r in self.resources],
+        }
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code for this verdict: 3 for hold, else 0."""
+        return 3 if self.decision == HOLD else 0
+
+
+def _plain(value: Any) -> Any:
+    if value is ABSENT or value is OMIT:
+        return None
+    return value

@@ -1,0 +1,236 @@
+"""The RayService CRD's structural schema: navigation, defaulting, pruning and validation.
+
+This models what the Kubernetes API server does to a RayService before the operator reads
+it: unknown fields are pruned, ``null`` in a non-nullable field is dropped, CRD defaults
+fill absent fields, and values that break the schema are rejected (reported here as
+:func:`validate` errors, which the analysis turns into ``error`` findings).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from .paths import Path, format_path
+
+Schema = dict[str, Any]
+
+_TYPE_CHECKS = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+}
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+class SchemaSet:
+    """The schemas of one KubeRay version, parsed once from its generated data module."""
+
+    def __init__(self, schema_json: str) -> None:
+        doc = json.loads(schema_json)
+        self._defs: dict[str, Schema] = doc["defs"]
+        self.versions: dict[str, Schema] = doc["versions"]
+
+    def root(self, api_version: str) -> Schema | None:
+        return self.versions.get(api_version)
+
+    def resolve(self, node: Schema | None) -> Schema | None:
+        while node is not None and "$ref" in node:
+            node = self._defs[node["$ref"]]
+        return node
+
+    def child(self, node: Schema | None, seg: Any) -> Schema | None:
+        """The schema of ``seg`` below ``node``; ``None`` when the field is unknown (pruned)."""
+        node = self.resolve(node)
+        if node is None:
+            return None
+        if isinstance(seg, str):
+            props = node.get("properties")
+            if props is not None and seg in props:
+                return self.resolve(props[seg])
+            extra = node.get("additionalProperties")
+            if isinstance(extra, dict):
+                return self.resolve(extra)
+            if node.get("x-kubernetes-preserve-unknown-fields"):
+                return {"x-kubernetes-preserve-unknown-fields": True}
+            return None
+        items = node.get("items")
+        return self.resolve(items) if isinstance(items, dict) else None
+
+    def at(self, root: Schema | None, path: Path) -> Schema | None:
+        node = root
+        for seg in path:
+            node = self.child(node, seg)
+            if node is None:
+                return None
+        return node
+
+    def list_key(self, node: Schema | None) -> str | None:
+        """The single field that identifies items of a map-type list, if any."""
+        node = self.resolve(node)
+        if node is None:
+            return None
+        keys = node.get("x-kubernetes-list-map-keys")
+        return keys[0] if keys else None
+
+    def default_fill(self, value: Any, node: Schema | None) -> Any:
+        """Apply pruning, null-dropping and defaults to ``value`` (a new value is returned)."""
+        node = self.resolve(node)
+        if node is None or node.get("x-kubernetes-preserve-unknown-fields") and "properties" not in node:
+            return value
+        if isinstance(value, dict) and node.get("type", "object") == "object":
+            props = node.get("properties")
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                child = self.child(node, key)
+                if child is None:
+                    continue  # pruned
+                if item is None and not child.get("nullable"):
+                    continue
+                out[key] = self.default_fill(item, child)
+            if props:
+                for key, sub in props.items():
+                    if key not in out:
+                        sub = self.resolve(sub)
+                        if sub is not None and "default" in sub:
+                            out[key] = self.default_fill(_copy(sub["default"]), sub)
+            return out
+        if isinstance(value, list) and isinstance(node.get("items"), dict):
+            items = self.resolve(node["items"])
+            return [self.default_fill(v, items) for v in value]
+        return value
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _type_ok(node: Schema, value: Any) -> bool:
+    if node.get("x-kubernetes-int-or-string"):
+        return isinstance(value, (int, str)) and not isinstance(value, bool)
+    expected = node.get("type")
+    if expected is None:
+        return True
+    return _TYPE_CHECKS.get(expected, lambda v: True)(value)
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+@lru_cache(maxsize=256)
+def _pattern(text: str) -> re.Pattern[str]:
+    return re.compile(text)
+
+
+def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (),
+             errors: list[tuple[Path, str]] | None = None, limit: int = 50
+             ) -> list[tuple[Path, str]]:
+    """Schema violations the API server would reject, as ``(path, message)`` pairs.
+
+    Covers the structural subset a CRD uses: types (int-or-string included), ``required``,
+    ``enum``, ``minimum``/``maximum``, string lengths, ``pattern``, integer formats, and the
+    stateless CEL rule of the RayService CRD (``managedBy`` values). Unknown fields are not
+    errors here (the server prunes them); the analysis reports them separately.
+    """
+    if errors is None:
+        errors = []
+    node = schemas.resolve(node)
+    if node is None or len(errors) >= limit:
+        return errors
+    if value is None:
+        if not node.get("nullable"):
+            return errors  # dropped before validation, like the API server does
+        return errors
+    if not _type_ok(node, value):
+        want = "integer or string" if node.get("x-kubernetes-int-or-string") else node.get("type")
+        errors.append((path, f"must be {want}, found {_type_name(value)} {_short(value)}"))
+        return errors
+    if "enum" in node and value not in node["enum"]:
+        errors.append((path, f"must be one of {', '.join(map(str, node['enum']))}; found {value!r}"))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in node and value < node["minimum"]:
+            errors.append((path, f"must be >= {node['minimum']}; found {value}"))
+        if "maximum" in node and value > node["maximum"]:
+            errors.append((path, f"must be <= {node['maximum']}; found {value}"))
+        rng = _INT_RANGES.get(node.get("format", ""))
+        if rng and isinstance(value, int) and not rng[0] <= value <= rng[1]:
+            errors.append((path, f"does not fit {node['format']}: {value}"))
+    if isinstance(value, str):
+        if "maxLength" in node and len(value) > node["maxLength"]:
+            errors.append((path, f"longer than {node['maxLength']} characters"))
+        if "minLength" in node and len(value) < node["minLength"]:
+            errors.append((path, f"shorter than {node['minLength']} characters"))
+        if "pattern" in node and not _pattern(node["pattern"]).search(value):
+            errors.append((path, f"{value!r} does not match {node['pattern']}"))
+    for rule in node.get("x-kubernetes-validations", ()):
+        m = re.fullmatch(r"self in \[(.*)\]", rule.get("rule", ""))
+        if m:
+            allowed = [s.strip().strip("'\"") for s in m.group(1).split(",")]
+            if value not in allowed:
+                errors.append((path, rule.get("message") or f"must be one of {allowed}"))
+    if isinstance(value, dict):
+        for req in node.get("required", ()):
+            if req not in value or value[req] is None:
+                errors.append((path + (req,), "required field is missing"))
+        for key, item in value.items():
+            child = schemas.child(node, key)
+            if child is not None:
+                validate(schemas, item, child, path + (key,), errors, limit)
+    elif isinstance(value, list):
+        items = schemas.resolve(node.get("items")) if isinstance(node.get("items"), dict) else None
+        if items is not None:
+            for i, item in enumerate(value):
+                validate(schemas, item, items, path + (i,), errors, limit)
+    return errors
+
+
+def unknown_fields(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (),
+                   out: list[Path] | None = None, limit: int = 20) -> list[Path]:
+    """Paths of fields the schema does not know (the API server prunes or rejects them)."""
+    if out is None:
+        out = []
+    node = schemas.resolve(node)
+    if node is None or len(out) >= limit or node.get("x-kubernetes-preserve-unknown-fields"):
+        return out
+    if isinstance(value, dict):
+        for key, item in value.items():
+            child = schemas.child(node, key)
+            if child is None:
+                out.append(path + (key,))
+            else:
+                unknown_fields(schemas, item, child, path + (key,), out, limit)
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        for i, item in enumerate(value):
+            unknown_fields(schemas, item, node["items"], path + (i,), out, limit)
+    return out
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+
+__all__ = ["SchemaSet", "validate", "unknown_fields", "format_path"]

@@ -1,0 +1,199 @@
+"""serveConfigV2: parse, compare per application and deployment, and Serve's GPU demand.
+
+KubeRay compares the raw string and re-submits it on any textual change; what Ray Serve then
+does depends on the parsed content ("Updating Applications In-Place" in the Ray docs): some
+deployment options are applied to running replicas (lightweight), everything else starts new
+replicas. Applications and deployments are matched by ``name``; their order does not matter
+to Serve.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ManifestError
+from .gojson import ABSENT
+from .loading import Limits, load_value
+from .paths import Key, Path
+
+SERVE_PATH: Path = ("spec", "serveConfigV2")
+
+# Deployment options Ray Serve applies without restarting replicas.
+LIGHTWEIGHT = frozenset({
+    "num_replicas", "autoscaling_config", "user_config", "max_ongoing_requests",
+    "max_queued_requests", "graceful_shutdown_wait_loop_s", "graceful_shutdown_timeout_s",
+    "health_check_period_s", "health_check_timeout_s",
+})
+# Application options that only change routing or logging, not the replicas.
+APP_LIGHTWEIGHT = frozenset({"route_prefix", "logging_config"})
+
+SERVE_LIMITS = Limits(max_bytes=4 * 1024 * 1024, max_nodes=500_000, max_depth=64)
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    text: str | None
+    value: Any = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None and not self.error
+
+
+def parse(text: Any) -> ServeConfig:
+    if text is ABSENT or text is None:
+        return ServeConfig(None)
+    if not isinstance(text, str):
+        return ServeConfig(str(text), None, "serveConfigV2 must be a string holding YAML")
+    try:
+        value = load_value(text, source="serveConfigV2", limits=SERVE_LIMITS)
+    except ManifestError as exc:
+        where = f"line {exc.line} of the serveConfigV2 text: " if exc.line else ""
+        return ServeConfig(text, None, where + exc.reason)
+    if value is not None and not isinstance(value, dict):
+        return ServeConfig(text, value, "serveConfigV2 must hold a YAML mapping")
+    return ServeConfig(text, value or {})
+
+
+def _keyed(items: Any) -> dict[str, Any] | None:
+    if not isinstance(items, list):
+        return None
+    out: dict[str, Any] = {}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            return None
+        name = str(item.get("name", f"#{i}"))
+        if name in out:
+            return None
+        out[name] = item
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ServeChange:
+    path: Path
+    before: Any
+    after: Any
+    detail: str
+    noop: bool = False
+
+
+def diff(before: ServeConfig, after: ServeConfig) -> list[ServeChange]:
+    """Changes between two serve configs, each marked with Ray Serve's effect."""
+    if before.text == after.text:
+        return []
+    if not (before.ok and after.ok):
+        return [ServeChange(SERVE_PATH, before.text, after.text, "unparsed")]
+    if before.value == after.value:
+        return [ServeChange(SERVE_PATH, before.text, after.text,
+                            "formatting only: KubeRay re-submits it, Ray Serve keeps every replica",
+                            noop=True)]
+    out: list[ServeChange] = []
+    _walk_config(before.value, after.value, out)
+    if not out:  # only order of applications/deployments changed
+        out.append(ServeChange(SERVE_PATH, before.text, after.text,
+                               "order only: Ray Serve keeps every replica", noop=True))
+    return out
+
+
+def _walk_config(b: dict[str, Any], a: dict[str, Any], out: list[ServeChange]) -> None:
+    for key in list(b) + [k for k in a if k not in b]:
+        bv, av = b.get(key, ABSENT), a.get(key, ABSENT)
+        if bv == av:
+            continue
+        path = SERVE_PATH + (key,)
+        bapps, aapps = (_keyed(bv), _keyed(av)) if key == "applications" else (None, None)
+        if bapps is not None and aapps is not None:
+            _walk_apps(bapps, aapps, path, out)
+        elif key in ("http_options", "grpc_options", "proxy_location"):
+            out.append(ServeChange(path, bv, av, "not-applied-at-runtime"))
+        else:
+            out.append(ServeChange(path, bv, av, "lightweight" if key == "logging_config"
+                                   else "replica-restart"))
+
+
+def _walk_apps(b: dict[str, Any], a: dict[str, Any], path: Path, out: list[ServeChange]) -> None:
+    for name in list(b) + [n for n in a if n not in b]:
+        seg = path + (Key("name", name),)
+        if name not in a:
+            out.append(ServeChange(seg, b[name], ABSENT, "application-removed"))
+        elif name not in b:
+            out.append(ServeChange(seg, ABSENT, a[name], "application-added"))
+        elif b[name] != a[name]:
+            bapp, aapp = b[name], a[name]
+            for key in list(bapp) + [k for k in aapp if k not in bapp]:
+                bv, av = bapp.get(key, ABSENT), aapp.get(key, ABSENT)
+                if bv == av:
+                    continue
+                bdeps, adeps = (_keyed(bv if bv is not ABSENT else []),
+                                _keyed(av if av is not ABSENT else [])) if key == "deployments" \
+                    else (None, None)
+                if bdeps is not None and adeps is not None:
+                    _walk_deployments(bdeps, adeps, seg + (key,), out)
+                else:
+                    detail = "lightweight" if key in APP_LIGHTWEIGHT else "replica-restart"
+                    out.append(ServeChange(seg + (key,), bv, av, detail))
+
+
+def _walk_deployments(b: dict[str, Any], a: dict[str, Any], path: Path, out: list[ServeChange]) -> None:
+    for name in list(b) + [n for n in a if n not in b]:
+        seg = path + (Key("name", name),)
+        if name not in a:
+            out.append(ServeChange(seg, b[name], ABSENT, "deployment-removed"))
+        elif name not in b:
+            out.append(ServeChange(seg, ABSENT, a[name], "deployment-added"))
+        elif b[name] != a[name]:
+            for key in list(b[name]) + [k for k in a[name] if k not in b[name]]:
+                bv, av = b[name].get(key, ABSENT), a[name].get(key, ABSENT)
+                if bv != av:
+                    detail = "lightweight" if key in LIGHTWEIGHT else "replica-restart"
+                    out.append(ServeChange(seg + (key,), bv, av, detail))
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDemand:
+    """Serve's GPU need at its replica ceiling: sum of replicas x ray_actor_options.num_gpus."""
+
+    gpus: float
+    known: bool  # False when some deployment's options are not in the config (e.g. built by args)
+
+
+def gpu_demand(config: ServeConfig) -> GpuDemand:
+    if not config.ok or not isinstance(config.value, dict):
+        return GpuDemand(0.0, False)
+    total = 0.0
+    known = True
+    apps = config.value.get("applications")
+    if not isinstance(apps, list):
+        return GpuDemand(0.0, False)
+    for app in apps:
+        deps = app.get("deployments") if isinstance(app, dict) else None
+        if not isinstance(deps, list) or not deps:
+            known = False
+            continue
+        for dep in deps:
+            if not isinstance(dep, dict):
+                continue
+            opts = dep.get("ray_actor_options") or {}
+            gpus = opts.get("num_gpus", 0) if isinstance(opts, dict) else 0
+            if not isinstance(gpus, (int, float)) or isinstance(gpus, bool) or gpus <= 0:
+                continue
+            total += gpus * _replica_ceiling(dep)
+    return GpuDemand(total, known)
+
+
+def _replica_ceiling(dep: dict[str, Any]) -> int:
+    auto = dep.get("autoscaling_config")
+    n = dep.get("num_replicas", 1)
+    if isinstance(auto, dict) or n == "auto":
+        auto = auto if isinstance(auto, dict) else {}
+        ceiling = auto.get("max_replicas", 100 if n == "auto" else 1)
+        return int(ceiling) if isinstance(ceiling, (int, float)) else 1
+    return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else 1
+
+
+def round_gpus(value: float) -> int:
+    return math.ceil(value - 1e-9)
