@@ -8,7 +8,7 @@
 Nothing here reads files, the network or the environment; :mod:`app` does that.
 """
 
-from .analysis import analyze, strip_server_fields
+from .analysis import analyze, cluster_divergence, strip_server_fields
 from .errors import DiffingError, ManifestError, PolicyError, UnsupportedVersionError
 from .kuberay import SUPPORTED as SUPPORTED_VERSIONS
 from .kuberay import Category
@@ -34,6 +34,7 @@ __all__ = [
     "ResourceReport",
     "UnsupportedVersionError",
     "analyze",
+    "cluster_divergence",
     "render_markdown",
     "strip_server_fields",
 ]

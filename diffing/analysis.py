@@ -7,7 +7,7 @@ strategy; serveConfigV2 and muted fields are judged only when the cluster is lef
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -15,7 +15,7 @@ from typing import Any
 
 from . import capacity as cap
 from . import serve
-from .diff import Difference, Differ
+from .diff import Differ, Difference
 from .errors import ManifestError
 from .findings import Context, collect_findings
 from .gojson import ABSENT, OMIT, GoTypes, TypeDesc, struct
@@ -126,13 +126,45 @@ def collect(text: str, source: str, limits: Limits) -> tuple[dict[tuple[str, str
     return found, apps
 
 
+def collect_all(texts: Texts, source: str, limits: Limits
+                ) -> tuple[dict[tuple[str, str], Manifest], list[Any]]:
+    pairs = [(source, texts)] if isinstance(texts, str) else list(texts)
+    found: dict[tuple[str, str], Manifest] = {}
+    apps: list[Any] = []
+    for name, text in pairs:
+        more, more_apps = collect(text or "", name, limits)
+        for key, m in more.items():
+            if key in found:
+                raise ManifestError(
+                    f"RayService {key[0]}/{key[1]} appears twice (also in {found[key].where()})",
+                    source=name, document=m.doc.index, line=m.doc.line)
+            found[key] = m
+        apps.extend(more_apps)
+    return found, apps
+
+
+def crd_schemas(crd_text: str) -> SchemaSet:
+    """A SchemaSet from a user-supplied RayService CRD (``--crd``)."""
+    value = load_documents(crd_text, source="crd")
+    crd = next((d.value for d in value if isinstance(d.value, dict)
+                and d.value.get("kind") == "CustomResourceDefinition"), None)
+    try:
+        versions = {v["name"]: v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"]}  # type: ignore[index]
+    except (TypeError, KeyError) as exc:
+        raise ManifestError(f"not a CustomResourceDefinition with versions[].schema ({exc})",
+                            source="crd") from None
+    return SchemaSet.from_versions(versions)
+
+
 class Engine:
     """Analysis for one KubeRay version and policy."""
 
-    def __init__(self, rules: VersionRules, policy: Policy) -> None:
+    def __init__(self, rules: VersionRules, policy: Policy, schemas: SchemaSet | None = None) -> None:
         self.rules = rules
         self.policy = policy
         self.schemas, self.gotypes = _tables(rules.minor)
+        if schemas is not None:
+            self.schemas = schemas
         self.differ = Differ(self.schemas, self.gotypes)
 
     # -- API server view -------------------------------------------------------------------
@@ -542,7 +574,8 @@ def _logical_gpus(group: Mapping[str, Any]) -> float:
                     return float(cap.Quantity.parse(v).ceil())
                 except cap.QuantityError:
                     return 0.0
-    spec = ((group.get("template") or {}).get("spec") or {}) if isinstance(group.get("template"), Mapping) else {}
+    template = group.get("template")
+    spec = (template.get("spec") or {}) if isinstance(template, Mapping) else {}
     containers = spec.get("containers") or [] if isinstance(spec, Mapping) else []
     if containers and isinstance(containers[0], Mapping):
         limits = ((containers[0].get("resources") or {}).get("limits") or {})
@@ -627,11 +660,18 @@ def ignore_differences_entry(key: tuple[str, str]) -> dict[str, Any]:
     }
 
 
-def analyze(before_text: str, after_text: str, kuberay_version: str = "1.7.0",
+Texts = str | Sequence[tuple[str, str]]
+
+
+def analyze(before_text: Texts, after_text: Texts, kuberay_version: str = "1.7.0",
             headroom: Mapping[str, Any] | None = None, policy: Mapping[str, Any] | None = None, *,
             live: Mapping[str, LiveCluster] | None = None, sources: tuple[str, str] = ("before", "after"),
-            limits: Limits | None = None) -> Report:
+            limits: Limits | None = None, crd: str | None = None) -> Report:
     """Analyse a change from ``before_text`` to ``after_text`` (YAML; ``""`` = nothing there).
+
+    Either text may also be a sequence of ``(source, text)`` pairs, e.g. one per file of a
+    commit: RayServices are paired across all of them by (namespace, name). ``crd`` is an
+    optional RayService CRD (YAML text) whose schema replaces the version's built-in one.
 
     >>> report = analyze("", open_sample_text)            # doctest: +SKIP
     >>> report.to_dict()["resources"][0]["rollout"]       # doctest: +SKIP
@@ -645,9 +685,9 @@ def analyze(before_text: str, after_text: str, kuberay_version: str = "1.7.0",
     pol = Policy.from_mapping(policy)
     room = parse_headroom(headroom)
     lim = limits or Limits()
-    engine = Engine(rules, pol)
-    befores, _ = collect(before_text or "", sources[0], lim)
-    afters, apps = collect(after_text or "", sources[1], lim)
+    engine = Engine(rules, pol, crd_schemas(crd) if crd else None)
+    befores, _ = collect_all(before_text, sources[0], lim)
+    afters, apps = collect_all(after_text, sources[1], lim)
     resources = []
     for key in sorted(set(befores) | set(afters)):
         live_state = (live or {}).get(f"{key[0]}/{key[1]}")
@@ -675,3 +715,27 @@ def summarize(decision: str, resources: list[ResourceReport]) -> str:
     if others:
         parts.append(f"+{others} more RayService{'s' if others > 1 else ''}")
     return "; ".join(parts)
+
+
+def cluster_divergence(rayservice: Mapping[str, Any], raycluster: Mapping[str, Any],
+                       kuberay_version: str = "1.7.0") -> tuple[str, ...]:
+    """Paths where a running RayCluster's spec differs from its RayService's rayClusterConfig.
+
+    Muted fields (replicas, tolerations, ...) are ignored, as the operator ignores them; what
+    is left is a change the operator has not applied (strategy None, a validation failure...).
+    Both objects are plain dicts as read from the Kubernetes API.
+    """
+    rules = rules_for(kuberay_version)
+    engine = Engine(rules, Policy())
+    rs = strip_server_fields(dict(rayservice))
+    spec = dict(rs.get("spec") or {})
+    rc_spec = (raycluster or {}).get("spec") or {}
+    rs_m = Manifest(rs, Document(0, rs), "live RayService")
+    rc_obj = dict(rs)
+    rc_obj["spec"] = dict(spec, rayClusterConfig=rc_spec)
+    rc_m = Manifest(rc_obj, Document(0, rc_obj), "live RayCluster")
+    enc_rs, enc_rc = engine.hash_input(rs_m), engine.hash_input(rc_m)
+    if enc_rs == enc_rc:
+        return ()
+    diffs = engine.differ.diff(enc_rc, enc_rs, RCC, None, None)
+    return tuple(format_path(d.path) for d in diffs if not d.noop) or (format_path(RCC),)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from functools import lru_cache
 
 from .errors import UnsupportedVersionError
 
 
-class Category(str, Enum):
+class Category(StrEnum):
     SERVE_IN_PLACE = "serve-in-place"
     AUTOSCALER_OWNED = "autoscaler-owned"
     OPERATOR_IGNORED = "operator-ignored"

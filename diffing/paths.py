@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +22,7 @@ class Key:
         return f"[{self.field}={self.value}]"
 
 
-Segment = Union[str, int, Key]
+Segment = str | int | Key
 Path = tuple[Segment, ...]
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_\-]+$")

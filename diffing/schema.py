@@ -36,6 +36,14 @@ class SchemaSet:
         self._defs: dict[str, Schema] = doc["defs"]
         self.versions: dict[str, Schema] = doc["versions"]
 
+    @classmethod
+    def from_versions(cls, versions: dict[str, Schema]) -> SchemaSet:
+        """A set built from full (unshared) schemas, e.g. a CRD the user supplies."""
+        self = cls.__new__(cls)
+        self._defs = {}
+        self.versions = versions
+        return self
+
     def root(self, api_version: str) -> Schema | None:
         return self.versions.get(api_version)
 

@@ -102,7 +102,8 @@ def _incremental(spec: Mapping[str, Any], rcc: Mapping[str, Any]) -> list[Proble
                     "(the Ray autoscaler is required)"))
     opts = _m(spec.get("upgradeStrategy")).get("clusterUpgradeOptions")
     if not isinstance(opts, Mapping):
-        out.append(("validation-failed", base, "NewClusterWithIncrementalUpgrade needs clusterUpgradeOptions"))
+        out.append(("validation-failed", base,
+                    "NewClusterWithIncrementalUpgrade needs clusterUpgradeOptions"))
         return out
     if not opts.get("gatewayClassName"):
         out.append(("validation-failed", base + ("gatewayClassName",), "gatewayClassName must be set"))

@@ -124,7 +124,7 @@ def main(shared: str, version: str) -> None:
         schemas[v["name"]] = schema
     names = list(schemas)
     shared_roots, defs = share([schemas[n] for n in names])
-    schema_doc = {"versions": dict(zip(names, shared_roots)), "defs": defs}
+    schema_doc = {"versions": dict(zip(names, shared_roots, strict=True)), "defs": defs}
     gofields = json.loads((shared_dir / "kuberay" / f"go-json-fields.v{version}.json").read_text())
     go_doc = {"root": "ray/v1.RayClusterSpec", "types": go_types(gofields)}
     ident = version.replace(".", "_")

@@ -1,0 +1,166 @@
+"""The ``rayservice-impact`` command line.
+
+Exit codes (CONTRACT.md): 0 approve / ignore-differences, 3 hold, 2 invalid input or usage
+(the message names the file, document and line), 1 unexpected internal error. They are
+decided here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import diffing
+from diffing.errors import DiffingError, ManifestError
+
+from .files import InputFileError, read_policy, read_text
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_HOLD = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """Bad command-line usage; exit code 2."""
+
+
+def _headroom(values: Sequence[str] | None) -> dict[str, str] | None:
+    if not values:
+        return None
+    out = {}
+    for item in values:
+        name, sep, amount = item.partition("=")
+        if not sep or not name or not amount:
+            raise UsageError(f"--headroom {item!r}: expected RESOURCE=N, e.g. nvidia.com/gpu=8")
+        out[name.strip()] = amount.strip()
+    return out
+
+
+def add_analysis_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=("markdown", "json"), default=None,
+                   help="output format (default: markdown on a terminal, else json)")
+    p.add_argument("--kuberay-version", default=None,
+                   help="operator version whose rules apply (default 1.7.0 or "
+                        "$RAYSERVICE_IMPACT_KUBERAY_VERSION)")
+    p.add_argument("--policy", metavar="FILE", help="policy YAML (default $RAYSERVICE_IMPACT_POLICY_FILE)")
+    p.add_argument("--headroom", metavar="RESOURCE=N", nargs="+", action="extend",
+                   help="free capacity known to you, e.g. nvidia.com/gpu=8")
+    p.add_argument("--crd", metavar="FILE", help="a RayService CRD whose schema replaces the built-in one")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rayservice-impact",
+        description="Predict what the KubeRay operator does with a RayService change, and what it costs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("analyze", help="compare two manifest files")
+    p.add_argument("before", help="YAML file before the change ('-' = stdin, /dev/null = nothing)")
+    p.add_argument("after", help="YAML file after the change")
+    add_analysis_options(p)
+    p = sub.add_parser("git", help="compare every changed YAML file between two git revisions")
+    p.add_argument("base")
+    p.add_argument("head")
+    p.add_argument("--repo", default=".", help="repository path (default: .)")
+    p.add_argument("--paths", nargs="+", action="extend", metavar="GLOB",
+                   help="limit to these pathspecs (default: *.yaml *.yml)")
+    add_analysis_options(p)
+    p = sub.add_parser("serve", help="run the HTTP service")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p = sub.add_parser("argocd-presync", help="run as an Argo CD PreSync hook")
+    p.add_argument("--app", required=True, help="Argo CD Application name")
+    p.add_argument("--app-namespace", default=None, help="Application namespace (apps in any namespace)")
+    add_analysis_options(p)
+    return parser
+
+
+def analysis_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Options shared by analyze, git and argocd-presync: flag > environment > default."""
+    from .settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    policy = read_policy(args.policy) if args.policy else None
+    if policy is None and not args.policy:
+        try:
+            policy = settings.load_policy()
+        except InputFileError as exc:
+            raise UsageError(str(exc)) from None
+    return {
+        "kuberay_version": args.kuberay_version or settings.kuberay_version,
+        "headroom": _headroom(args.headroom),
+        "policy": policy,
+        "crd": read_text(args.crd) if args.crd else None,
+    }
+
+
+def format_report(report: diffing.Report, fmt: str | None) -> str:
+    if fmt is None:
+        fmt = "markdown" if sys.stdout.isatty() else "json"
+    if fmt == "json":
+        return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    return diffing.render_markdown(report)
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    if args.before == "-" and args.after == "-":
+        raise UsageError("only one of BEFORE and AFTER can be '-' (standard input)")
+    kwargs = analysis_kwargs(args)
+    before, after = read_text(args.before), read_text(args.after)
+    report = diffing.analyze([(args.before, before)], [(args.after, after)], **kwargs)
+    sys.stdout.write(format_report(report, args.format))
+    return report.exit_code
+
+
+def _cmd_git(args: argparse.Namespace) -> int:
+    from .gitdiff import GitError, changed_manifests
+
+    kwargs = analysis_kwargs(args)
+    try:
+        before, after = changed_manifests(args.repo, args.base, args.head, args.paths)
+    except GitError as exc:
+        raise UsageError(str(exc)) from None
+    report = diffing.analyze(before, after, **kwargs)
+    sys.stdout.write(format_report(report, args.format))
+    return report.exit_code
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .server import run
+
+    return run(host=args.host, port=args.port)
+
+
+def _cmd_argocd(args: argparse.Namespace) -> int:
+    from .hooks.argocd import run_presync
+
+    return run_presync(args, analysis_kwargs(args))
+
+
+COMMANDS = {"analyze": _cmd_analyze, "git": _cmd_git, "serve": _cmd_serve, "argocd-presync": _cmd_argocd}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage message
+        return EXIT_USAGE if exc.code not in (0, None) else EXIT_OK
+    try:
+        return COMMANDS[args.command](args)
+    except ManifestError as exc:
+        print(f"rayservice-impact: invalid input: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    except (DiffingError, InputFileError, UsageError) as exc:
+        print(f"rayservice-impact: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - the contract's "unexpected internal error"
+        print(f"rayservice-impact: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -1,0 +1,52 @@
+"""Reading user files (manifests, policy, CRD) with errors that name the file."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from diffing.errors import ManifestError, PolicyError
+from diffing.loading import load_value
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+
+
+class InputFileError(Exception):
+    """A file that cannot be read; the message names it."""
+
+
+def read_text(path: str) -> str:
+    """A manifest file's text; ``-`` is standard input and ``/dev/null`` an empty text."""
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputFileError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def read_policy(path: str, *, variable: str = "--policy") -> dict[str, Any] | None:
+    text = read_text(path)
+    try:
+        value = load_value(text, source=path)
+    except ManifestError as exc:
+        raise InputFileError(f"{variable}: {exc.message}") from None
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InputFileError(f"{variable}: {path}: the policy must be a YAML mapping")
+    try:
+        from diffing.policy import Policy
+
+        Policy.from_mapping(value)
+    except PolicyError as exc:
+        raise InputFileError(f"{variable}: {path}: {exc}") from None
+    return value

@@ -1,0 +1,74 @@
+"""Settings from the contract's environment variables, validated once at start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class SettingsError(Exception):
+    """A configuration value that is not valid; the message names the variable."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAYSERVICE_IMPACT_", extra="ignore",
+                                      case_sensitive=False)
+
+    kuberay_version: str = "1.7.0"
+    policy_file: Path | None = None
+    max_body_bytes: int = Field(default=5 * 1024 * 1024, gt=0)
+    github_webhook_secret: SecretStr | None = None
+    github_api_url: str = "https://api.github.com"
+    github_token: SecretStr | None = None
+    github_app_id: str | None = None
+    github_app_private_key_file: Path | None = None
+    argocd_server: str | None = None
+    argocd_token: SecretStr | None = None
+    fail_open: bool = False
+    # Service tuning (not in the contract's table; safe defaults).
+    analysis_timeout_seconds: float = Field(default=10.0, gt=0)
+    analysis_workers: int = Field(default=2, ge=1, le=64)
+    analysis_queue: int = Field(default=32, ge=1)
+    log_level: str = "info"
+
+    @field_validator("kuberay_version")
+    @classmethod
+    def _known_version(cls, value: str) -> str:
+        from diffing.kuberay import rules_for
+
+        rules_for(value)  # raises UnsupportedVersionError with the supported list
+        return value
+
+    @field_validator("github_api_url", "argocd_server")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    def load_policy(self) -> dict[str, Any] | None:
+        """The policy mapping from ``policy_file``; raises SettingsError naming the file."""
+        if self.policy_file is None:
+            return None
+        from app.files import read_policy
+
+        return read_policy(str(self.policy_file), variable="RAYSERVICE_IMPACT_POLICY_FILE")
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from the environment; a bad value raises SettingsError naming it."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "?"
+            problems.append(f"RAYSERVICE_IMPACT_{field.upper()}: {err['msg']}")
+        raise SettingsError("invalid configuration: " + "; ".join(problems)) from None
+    except Exception as exc:  # UnsupportedVersionError raised inside a validator
+        raise SettingsError(f"invalid configuration: {exc}") from None
