@@ -370,7 +370,7 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     pair.findings.extend(collect_findings(ctx))
 
     # 6. decision -----------------------------------------------------------------------------
-    decision = _decide(pair, engine, rollout, capacity, headroom, live)
+    decision, headline = _decide(pair, engine, rollout, capacity, headroom, live)
     ignore: tuple[dict[str, Any], ...] = ()
     if decision == IGNORE:
         ignore = (ignore_differences_entry(key),)
@@ -382,7 +382,7 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
         api_version=main.api_version, namespace=key[0], name=key[1], action=action,
         rollout=rollout, decision=decision, reasons=tuple(pair.reasons), changes=tuple(pair.changes),
         capacity=capacity, findings=findings, ignore_differences=ignore,
-        source=main.where(), strategy=strategy_note,
+        source=main.where(), strategy=strategy_note, headline=headline,
     )
 
 
@@ -515,8 +515,7 @@ def _capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | None,
         phases = [("before", old_total), ("after", cap.add(old_total, extra))]
     extra = cap.positive(extra)
     peak = cap.add(old_total, extra) if extra and rollout not in ("create", "resume") else dict(extra)
-    head = live.headroom if live is not None and live.headroom is not None else None
-    known = parse_headroom(head) if head is not None else headroom
+    known = known_headroom(headroom, live)
     serve_info = None
     if b_def is not None or a_def is not None:
         serve_info = _serve_gpus(pair, new)
@@ -597,43 +596,63 @@ def _num(value: float) -> int | float:
 
 
 def _decide(pair: Pair, engine: Engine, rollout: str, capacity: Capacity,
-            headroom: Mapping[str, Fraction] | None, live: LiveCluster | None) -> str:
+            headroom: Mapping[str, Fraction] | None, live: LiveCluster | None) -> tuple[str, str]:
+    """(decision, a short headline of the first hold reason)."""
     policy = engine.policy
     errors = [f for f in pair.findings if f.severity == "error"]
     hold: list[str] = []
+    headline = ""
     if rollout == "suspend":
         hold.append("suspending stops serving: hold until someone confirms the outage is intended")
+        headline = headline or "suspending stops serving"
     if errors and policy.hold_on_errors:
         hold.append(f"{len(errors)} error finding(s): {errors[0].message}")
+        headline = headline or f"{errors[0].code} at {errors[0].path}"
     if rollout == "not-applied":
         if policy.not_applied == "hold":
             hold.append("the operator will not apply what this change asks (see the reasons)")
+            headline = headline or "the operator will not apply this change"
         else:
             pair.reasons.append("policy notApplied=warn: not holding a change the operator will not apply")
     if rollout in ("new-cluster", "incremental"):
-        hold.extend(_capacity_holds(engine, capacity, headroom, live))
+        known = known_headroom(headroom, live)
+        capacity_holds = _capacity_holds(engine, capacity, known)
+        hold.extend(capacity_holds)
+        if capacity_holds and not headline:
+            headline = ("no headroom is known" if known is None else
+                        f"the known headroom ({_render(known, policy) or 'none'}) does not cover it")
     if live is not None and live.upgrade_in_progress and rollout in ("new-cluster", "incremental"):
         pair.reasons.append(f"an upgrade is already in flight (pending RayCluster {live.pending_cluster}): "
                             "this change supersedes it and the superseded cluster runs until its "
                             "deletion delay ends")
     if hold:
         pair.reasons.extend(hold)
-        return HOLD
+        return HOLD, headline or hold[0]
     if rollout == "none" and pair.real and pair.real <= {Category.AUTOSCALER_OWNED}:
         pair.reasons.append("Git is fighting the autoscaler: ignore these fields in Argo CD instead of "
                             "syncing them")
-        return IGNORE
-    return APPROVE
+        return IGNORE, ""
+    return APPROVE, ""
 
 
-def _capacity_holds(engine: Engine, capacity: Capacity, headroom: Mapping[str, Fraction] | None,
-                    live: LiveCluster | None) -> list[str]:
+def known_headroom(headroom: Mapping[str, Fraction] | None, live: LiveCluster | None
+                   ) -> Mapping[str, Fraction] | None:
+    """The live basis's headroom for this RayService wins over the caller's global one."""
+    if live is not None and live.headroom is not None:
+        return parse_headroom(live.headroom)
+    return headroom
+
+
+def _render(amounts: Mapping[str, Fraction], policy: Policy) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in cap.render_amounts(amounts, policy.accelerators).items())
+
+
+def _capacity_holds(engine: Engine, capacity: Capacity, known: Mapping[str, Fraction] | None) -> list[str]:
     policy = engine.policy
     if policy.hold_on_recreate == "never":
         return []
     if policy.hold_on_recreate == "always":
         return ["policy holdOnRecreate=always: every cluster recreation is held"]
-    known = parse_headroom(live.headroom) if live is not None and live.headroom is not None else headroom
     out = []
     for name, raw in capacity.extra.items():
         amount = cap.Quantity.parse(raw).value
@@ -643,7 +662,7 @@ def _capacity_holds(engine: Engine, capacity: Capacity, headroom: Mapping[str, F
         free = (known or {}).get(name, Fraction(0))
         limit = free + policy.thresholds.get(name, Fraction(0))
         if amount > limit:
-            where = (f"known headroom covers {cap.render_amounts({name: free}).get(name, 0)}"
+            where = (f"the known headroom covers {cap.render_amounts({name: free}).get(name, 0)}"
                      if known is not None else "no headroom is known")
             out.append(f"the rollout needs {raw} extra {name} while the old cluster still runs; {where}"
                        " (without room the new pods stay Pending and the rollout never finishes)")
@@ -709,8 +728,8 @@ def summarize(decision: str, resources: list[ResourceReport]) -> str:
     parts = [f"{decision}: {focus.namespace}/{focus.name} → {focus.rollout}"]
     if gpus:
         parts.append("needs " + ", ".join(f"{v} extra {k}" for k, v in gpus.items()))
-    if focus.reasons and decision == HOLD:
-        parts.append(focus.reasons[-1].split(":")[0])
+    if decision == HOLD and focus.headline:
+        parts.append(focus.headline)
     others = len(resources) - 1
     if others:
         parts.append(f"+{others} more RayService{'s' if others > 1 else ''}")

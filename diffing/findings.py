@@ -224,8 +224,9 @@ def _ray_version(ctx: Context) -> Iterator[Finding]:
         return
     head = [("headGroupSpec",)]
     for path, g in [(RCC + p, rcc.get(p[0]) or {}) for p in head] + list(ctx.groups()):
-        for i, c in enumerate((((g.get("template") or {}).get("spec") or {}).get("containers") or [])[:1]):
+        for c in (((g.get("template") or {}).get("spec") or {}).get("containers") or [])[:1]:
             image = str((c or {}).get("image", ""))
+            seg: Any = Key("name", str(c["name"])) if isinstance(c, Mapping) and c.get("name") else 0
             m = _TAG.search(image.split("@")[0])
             if not m:
                 continue
@@ -234,7 +235,7 @@ def _ray_version(ctx: Context) -> Iterator[Finding]:
             if tag_version and not (version.startswith(tag_version.group(1))
                                     or tag_version.group(1).startswith(version)):
                 yield ctx.finding("warning", "ray-version-mismatch",
-                                  path + ("template", "spec", "containers", i, "image"),
+                                  path + ("template", "spec", "containers", seg, "image"),
                                   f"image tag {tag} does not match rayVersion {version}: the autoscaler "
                                   "and KubeRay's feature checks use rayVersion")
                 return

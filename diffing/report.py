@@ -77,6 +77,7 @@ class ResourceReport:
     ignore_differences: tuple[dict[str, Any], ...] = ()
     source: str = ""  # "file:line" of the after (or before) manifest
     strategy: str = ""
+    headline: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
