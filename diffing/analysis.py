@@ -25,7 +25,7 @@ from .loading import Document, Limits, load_documents
 from .paths import Key, Path, format_path, schema_path
 from .policy import Policy, parse_headroom
 from .report import APPROVE, HOLD, IGNORE, Capacity, Change, Finding, Report, ResourceReport
-from .schema import Schema, SchemaSet, validate
+from .schema import Schema, SchemaSet, transition_errors, validate
 from .validation import validate_rayservice
 
 SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp",
@@ -337,6 +337,9 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     if after and a_def is not None:
         spec_sch = engine.spec_schema(after)
         schema_errors = validate(engine.schemas, after.obj.get("spec"), spec_sch, ("spec",))
+        if before is not None:
+            schema_errors += transition_errors(engine.schemas, before.obj.get("spec"),
+                                               after.obj.get("spec"), spec_sch, ("spec",))
         gate = policy.feature_gates.get("RayServiceIncrementalUpgrade", rules.incremental_gate_default)
         op_problems = validate_rayservice(a_def, incremental_gate=gate, feature_gates=policy.feature_gates)
 
@@ -466,7 +469,7 @@ def _rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spec: Mapp
     elif pair.changes:
         pair.reasons.append("every difference vanishes under the operator's normalisation")
     else:
-        pair.reasons.append("no change")
+        pair.reasons.append("no change to this RayService")
     return "none"
 
 

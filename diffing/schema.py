@@ -214,6 +214,29 @@ def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (
     return errors
 
 
+def transition_errors(schemas: SchemaSet, before: Any, after: Any, node: Schema | None,
+                      path: Path = (), errors: list[tuple[Path, str]] | None = None
+                      ) -> list[tuple[Path, str]]:
+    """Violations of the CRD's transition rules (``self == oldSelf``: immutable fields)."""
+    if errors is None:
+        errors = []
+    node = schemas.resolve(node)
+    if node is None:
+        return errors
+    for rule in node.get("x-kubernetes-validations", ()):
+        if rule.get("rule", "").replace(" ", "") == "self==oldSelf" and before is not None \
+                and after is not None and before != after:
+            errors.append((path, f"{rule.get('message') or 'the field is immutable'} "
+                                 f"({before!r} -> {after!r})"))
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key, value in after.items():
+            if key in before:
+                child = schemas.child(node, key)
+                if child is not None:
+                    transition_errors(schemas, before[key], value, child, path + (key,), errors)
+    return errors
+
+
 def unknown_fields(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (),
                    out: list[Path] | None = None, limit: int = 20) -> list[Path]:
     """Paths of fields the schema does not know (the API server prunes or rejects them)."""
