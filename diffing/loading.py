@@ -35,8 +35,31 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+def _json_key(key: Any) -> str:
+    """JSON has only string keys; Kubernetes' YAML reader turns other keys into strings."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return "null" if key is None else str(key)
+
+
 class _Constructor(_Loader):  # type: ignore[misc, valid-type]
-    """The safe loader, with timestamps and binary kept as the strings Kubernetes sees."""
+    """The safe loader, with the values Kubernetes sees: string keys (so ``1`` and ``true``
+    stay two keys, where a Python dict would merge them), timestamps and binary as strings."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
+        if isinstance(node, yaml.MappingNode):
+            self.flatten_mapping(node)
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, (list, dict)):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, "found an unhashable key",
+                    key_node.start_mark)
+            mapping[_json_key(key)] = self.construct_object(value_node, deep=deep)
+        return mapping
 
 
 def _construct_str(loader: yaml.SafeLoader, node: yaml.Node) -> str:
@@ -60,36 +83,38 @@ class Document:
         return self.node.start_mark.line + 1 if self.node is not None else None
 
     def line_of(self, path: Path) -> int | None:
-        """The 1-based line of the deepest node along ``path`` that exists."""
+        """The 1-based line of the deepest key or item along ``path`` that exists."""
         node = self.node
         if node is None:
             return None
         best = node.start_mark.line + 1
         for seg in path:
-            child = _child(node, seg)
-            if child is None:
+            found = _child(node, seg)
+            if found is None:
                 break
-            node = child
-            best = node.start_mark.line + 1
+            best, node = found
         return best
 
 
-def _child(node: yaml.Node, seg: Any) -> yaml.Node | None:
+def _child(node: yaml.Node, seg: Any) -> tuple[int, yaml.Node] | None:
+    """(line of the key or item, value node) for one path segment."""
     if isinstance(node, yaml.MappingNode) and isinstance(seg, str):
         for key_node, value_node in node.value:
             if isinstance(key_node, yaml.ScalarNode) and key_node.value == seg:
-                return value_node
+                return key_node.start_mark.line + 1, value_node
         return None
     if isinstance(node, yaml.SequenceNode):
         if isinstance(seg, int):
-            return node.value[seg] if 0 <= seg < len(node.value) else None
+            if 0 <= seg < len(node.value):
+                return node.value[seg].start_mark.line + 1, node.value[seg]
+            return None
         if isinstance(seg, Key):
             for item in node.value:
                 if isinstance(item, yaml.MappingNode):
                     for key_node, value_node in item.value:
                         if (key_node.value == seg.field and isinstance(value_node, yaml.ScalarNode)
                                 and str(value_node.value) == seg.value):
-                            return item
+                            return item.start_mark.line + 1, item
     return None
 
 
@@ -147,28 +172,6 @@ def _check_graph(node: yaml.Node, limits: Limits, where: dict[str, Any]) -> None
     visit(node, 0, ())
 
 
-def _keys_to_str(value: Any, depth: int = 0) -> Any:
-    """JSON has only string keys; Kubernetes' YAML reader turns other keys into strings."""
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                k = "true" if k is True else "false" if k is False else "null" if k is None else str(k)
-            out[k] = _keys_to_str(v, depth + 1)
-        return out
-    if isinstance(value, list):
-        return [_keys_to_str(v, depth + 1) for v in value]
-    return value
-
-
-def _has_odd_keys(value: Any) -> bool:
-    if isinstance(value, dict):
-        return any(not isinstance(k, str) or _has_odd_keys(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_odd_keys(v) for v in value)
-    return False
-
-
 def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFAULT_LIMITS
                    ) -> Iterator[Document]:
     """Yield the documents of ``text``; raise :class:`ManifestError` for unreadable input."""
@@ -216,8 +219,6 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
             except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
                 raise ManifestError(f"cannot read a value: {exc}", line=node.start_mark.line + 1,
                                     **where) from None
-            if _has_odd_keys(value):
-                value = _keys_to_str(value)
             yield Document(index, value, node)
     finally:
         loader.dispose()

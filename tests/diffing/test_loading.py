@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import pytest
+
+from diffing.errors import ManifestError
+from diffing.loading import Limits, load_documents, load_value
+from diffing.paths import Key
+
+
+def test_load_documents_keeps_index_and_lines() -> None:
+    docs = load_documents("a: 1\n---\n# c\nkind: X\nspec:\n  items:\n  - name: n\n    v: 2\n")
+    assert [(d.index, d.value) for d in docs] == [
+        (1, {"a": 1}), (2, {"kind": "X", "spec": {"items": [{"name": "n", "v": 2}]}})]
+    assert docs[1].line_of(("spec", "items", Key("name", "n"), "v")) == 8
+    assert docs[1].line_of(("spec", "missing")) == 5
+
+
+def test_load_syntax_error_names_document_and_line() -> None:
+    with pytest.raises(ManifestError) as exc:
+        load_documents("a: 1\n---\nb: [1, 2\n", source="after.yaml")
+    assert (exc.value.source, exc.value.document) == ("after.yaml", 2)
+    assert exc.value.line == 4 or exc.value.line == 3
+    assert exc.value.message.startswith("after.yaml, document 2, line")
+
+
+def test_load_rejects_alias_bomb_quickly() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 12):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    with pytest.raises(ManifestError, match="aliases expand to more than"):
+        load_documents("\n".join(lines))
+
+
+def test_load_allows_small_aliases() -> None:
+    assert load_value("a: &x {k: 1}\nb: *x\n") == {"a": {"k": 1}, "b": {"k": 1}}
+
+
+def test_load_rejects_recursive_alias() -> None:
+    with pytest.raises(ManifestError, match="refers to itself"):
+        load_documents("a: &x [*x]\n")
+
+
+def test_load_rejects_duplicate_keys_with_both_lines() -> None:
+    with pytest.raises(ManifestError, match=r"duplicate key 'name' \(first on line 2\)") as exc:
+        load_documents("metadata:\n  name: a\n  name: b\n")
+    assert exc.value.line == 3
+
+
+def test_load_rejects_deep_nesting() -> None:
+    with pytest.raises(ManifestError, match="nesting deeper than 100"):
+        load_documents("a: " + "[" * 150 + "]" * 150)
+    with pytest.raises(ManifestError):
+        load_documents("[" * 5000 + "]" * 5000)
+
+
+def test_load_rejects_oversized_text() -> None:
+    with pytest.raises(ManifestError, match="over the 10-byte limit"):
+        load_documents(b"a: 12345678901", limits=Limits(max_bytes=10))
+
+
+def test_load_rejects_non_utf8_bytes() -> None:
+    with pytest.raises(ManifestError, match="not UTF-8"):
+        load_documents(b"a: \xff\xfe")
+
+
+def test_load_refuses_python_tags() -> None:
+    with pytest.raises(ManifestError):
+        load_documents("a: !!python/object/apply:os.system ['true']\n")
+
+
+def test_load_keeps_timestamps_and_odd_keys_as_strings() -> None:
+    assert load_value("t: 2024-01-02\n1: x\ntrue: y\n") == {"t": "2024-01-02", "1": "x", "true": "y"}
+
+
+def test_load_value_rejects_several_documents() -> None:
+    with pytest.raises(ManifestError, match="expected one YAML document"):
+        load_value("a: 1\n---\nb: 2\n")
+
+
+def test_load_empty_and_comment_only_texts_have_no_values() -> None:
+    assert load_documents("") == []
+    assert [d.value for d in load_documents("# nothing\n")] == []
