@@ -32,9 +32,8 @@ LLM = up("llm-serve")
 SD = up("stable-diffusion")
 SAMPLE = up("sample")
 INC = up("incremental-upgrade")
-AUTOSCALE = edit(SAMPLE, ('    rayVersion: "2.52.0" # should match the Ray version in the image of the containers\n',
-                          '    rayVersion: "2.52.0" # should match the Ray version in the image of the containers\n'
-                          "    enableInTreeAutoscaling: true\n"))
+_RAY_VERSION_LINE = '    rayVersion: "2.52.0" # should match the Ray version in the image of the containers\n'
+AUTOSCALE = edit(SAMPLE, (_RAY_VERSION_LINE, _RAY_VERSION_LINE + "    enableInTreeAutoscaling: true\n"))
 
 PAIRS: dict[str, tuple[str, str, str]] = {
     "gpu-image-bump": (
