@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     analysis_workers: int = Field(default=2, ge=1, le=64)
     analysis_queue: int = Field(default=32, ge=1)
     log_level: str = "info"
+    analysis_executor: Literal["process", "thread"] = "process"
+    analysis_cache_entries: int = Field(default=256, ge=0)
 
     @field_validator("kuberay_version")
     @classmethod
@@ -41,6 +43,13 @@ class Settings(BaseSettings):
 
         rules_for(value)  # raises UnsupportedVersionError with the supported list
         return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        if value.lower() not in ("debug", "info", "warning", "error"):
+            raise ValueError("must be one of debug, info, warning, error")
+        return value.lower()
 
     @field_validator("github_api_url", "argocd_server")
     @classmethod

@@ -1,0 +1,136 @@
+"""POST /v1/analyze and POST /v1/argocd/managed-resources."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import BaseModel, ValidationError
+
+from ..deps import Service, ServiceDep
+from ..errors import InvalidRequest, MalformedJSON, UnsupportedMediaType, describe_validation
+from ..schemas import (
+    REPORT_RESPONSES,
+    AnalyzeRequest,
+    ManagedResourcesRequest,
+    ReportResponse,
+    request_body,
+)
+
+router = APIRouter(tags=["analysis"])
+
+Format = Annotated[Literal["json", "markdown"], Query(description="`markdown` answers text/markdown")]
+Version = Annotated[str | None, Query(description="operator version whose rules apply (default: the "
+                                      "server's RAYSERVICE_IMPACT_KUBERAY_VERSION)")]
+
+
+def _is_json(content_type: str | None) -> bool:
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+async def read_json(request: Request) -> tuple[bytes, Any]:
+    """The raw body and its parsed JSON; 415 / 413 (while reading) / 400."""
+    if not _is_json(request.headers.get("content-type")):
+        raise UnsupportedMediaType("send the body as application/json")
+    raw = await request.body()
+    try:
+        return raw, json.loads(raw)
+    except UnicodeDecodeError:
+        raise MalformedJSON("the body is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise MalformedJSON(f"the body is not JSON: {exc.msg} at {where}") from None
+    except RecursionError:
+        raise MalformedJSON("the body is not JSON this service can read: nested too deeply") from None
+
+
+def validate(model: type[BaseModel], value: Any) -> Any:
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        raise InvalidRequest(describe_validation(errors)) from None
+
+
+def _check_text(name: str, text: str) -> None:
+    # JSON may carry "\ud800"; no YAML text (and no Kubernetes object) can hold a lone surrogate.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = f"a lone surrogate at character {exc.start}"
+        raise InvalidRequest(f"{name}: not valid Unicode ({where})") from None
+
+
+async def answer(request: Request, service: Service, key: bytes, job: dict[str, Any]) -> Response:
+    """Run a job through the cache and the pool, record it, and answer."""
+    state = request.scope.setdefault("state", {})
+    result = service.cache.get(key)
+    state["cache"] = result is not None
+    if result is None:
+        service.metrics.in_flight.set(service.pool.in_flight + 1)
+        try:
+            result = await service.pool.run(job, service.settings.analysis_timeout_seconds)
+        except Exception as exc:
+            service.metrics.rejected.labels(getattr(exc, "code", "error")).inc()
+            raise
+        finally:
+            service.metrics.in_flight.set(service.pool.in_flight)
+        service.cache.put(key, result)
+    else:
+        service.metrics.cache_hits.inc()
+    if "decision" in result:
+        state["decision"] = result["decision"]
+        service.metrics.observe_analysis(result["decision"], result["rollouts"], result["accelerators"],
+                                         None if state["cache"] else result["seconds"])
+    else:
+        state["error_code"] = result["error"]
+    return Response(result["body"], status_code=result["status"], media_type=result["media_type"])
+
+
+def _digest(*parts: bytes) -> bytes:
+    h = hashlib.blake2b(digest_size=20)
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.digest()
+
+
+def _job(service: Service, fmt: str, version: str | None, **fields: Any) -> dict[str, Any]:
+    return {"kuberay_version": version or service.settings.kuberay_version, "headroom": None,
+            "policy": service.policy, "sources": ("before", "after"),
+            "max_bytes": service.settings.max_body_bytes, "format": fmt, **fields}
+
+
+@router.post("/v1/analyze", response_model=ReportResponse, responses=REPORT_RESPONSES,
+             openapi_extra=request_body(AnalyzeRequest))
+async def analyze(request: Request, service: ServiceDep, format: Format = "json") -> Response:
+    """Analyse a change from `before` to `after` (YAML texts) and answer the report."""
+    raw, value = await read_json(request)
+    key = _digest(b"analyze", format.encode(), raw)
+    if service.cache.get(key) is None:
+        body: AnalyzeRequest = validate(AnalyzeRequest, value)
+        _check_text("before", body.before)
+        _check_text("after", body.after)
+        job = _job(service, format, body.kuberayVersion, before=body.before, after=body.after,
+                   headroom=body.headroom, policy=body.policy if body.policy is not None else service.policy)
+    else:
+        job = {}
+    return await answer(request, service, key, job)
+
+
+@router.post("/v1/argocd/managed-resources", response_model=ReportResponse, responses=REPORT_RESPONSES,
+             openapi_extra=request_body(ManagedResourcesRequest))
+async def argocd_managed_resources(request: Request, service: ServiceDep, format: Format = "json",
+                                   kuberayVersion: Version = None) -> Response:
+    """Analyse an Argo CD managed-resources answer: each item's live state -> its target state."""
+    raw, value = await read_json(request)
+    key = _digest(b"argocd", format.encode(), (kuberayVersion or "").encode(), raw)
+    if service.cache.get(key) is None:
+        validate(ManagedResourcesRequest, value)
+        job = _job(service, format, kuberayVersion, managed=value, sources=("live", "target"))
+    else:
+        job = {}
+    return await answer(request, service, key, job)

@@ -1,0 +1,112 @@
+"""Pure ASGI middleware: the body-size limit and the per-request log line and metrics."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .errors import BodyTooLarge, error_response
+from .logs import log_request
+from .metrics import Metrics
+
+
+class BodyLimitMiddleware:
+    """Refuse a request body over ``max_bytes`` with 413, while it streams in.
+
+    A declared ``Content-Length`` over the limit is refused before a byte is read; otherwise
+    the bytes are counted chunk by chunk as the app reads them, and the chunk that crosses
+    the limit raises :class:`BodyTooLarge` instead of being delivered. Nothing is buffered here.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = BodyTooLarge(f"the request body is over the {self.max_bytes}-byte limit "
+                                 "(RAYSERVICE_IMPACT_MAX_BODY_BYTES)")
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = 0
+                if declared > self.max_bytes:
+                    await _reject(scope, send, too_large)
+                    return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise too_large
+            return message
+
+        async def watched_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, watched_send)
+        except BodyTooLarge as exc:  # raised while reading outside the app's handlers
+            if started:
+                raise
+            await _reject(scope, send, exc)
+
+
+async def _reject(scope: Scope, send: Send, exc: BodyTooLarge) -> None:
+    scope.setdefault("state", {})["error_code"] = exc.code
+    response = error_response(exc)
+    response.headers["Connection"] = "close"  # the unread rest of the body is not drained
+    await response(scope, _no_receive, send)
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
+class ObserveMiddleware:
+    """One JSON log line and the request metrics for every HTTP request."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def watched_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched_send)
+        finally:
+            seconds = time.perf_counter() - started
+            route = _route_of(scope)
+            self.metrics.observe_request(scope["method"], route, status, seconds)
+            state: dict[str, Any] = scope.get("state") or {}
+            log_request({"method": scope["method"], "route": route, "status": status,
+                         "duration_ms": round(seconds * 1000, 2), "decision": state.get("decision"),
+                         "error": state.get("error_code"), "cache": state.get("cache")})
+
+
+def _route_of(scope: Scope) -> str:
+    """The route template (``/v1/analyze``), never the raw path: bounded label values."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "unmatched"

@@ -1,0 +1,128 @@
+"""The FastAPI app factory and the ``serve`` entry point (uvicorn).
+
+Nothing is built at import time: ``create_app(settings)`` makes the app, its metrics
+registry and its analysis pool; the pool starts (and warms up) in the lifespan, in the
+background, so /healthz answers at once and /readyz turns 200 when analyses can run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from .api import analyze, health
+from .deps import Service
+from .errors import install_error_handlers
+from .metrics import Metrics
+from .middleware import BodyLimitMiddleware, ObserveMiddleware
+from .schemas import AnalyzeRequest, ManagedResourcesRequest, component_schemas
+from .settings import Settings, SettingsError, load_settings
+from .workers import AnalysisPool, ResultCache
+
+log = logging.getLogger("rayservice_impact")
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The service for ``settings``; raises SettingsError for an unreadable policy file."""
+    service = Service(
+        settings=settings,
+        policy=_load_policy(settings),
+        pool=AnalysisPool(settings.analysis_workers, settings.analysis_queue, settings.analysis_executor),
+        cache=ResultCache(settings.analysis_cache_entries),
+        metrics=Metrics(),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        warm_up = asyncio.create_task(_start_pool(service.pool))
+        try:
+            yield
+        finally:
+            warm_up.cancel()
+            service.pool.close()
+
+    app = FastAPI(title="rayservice-impact", version=_version(), lifespan=lifespan,
+                  summary="Predicts what the KubeRay operator does with a RayService change.")
+    app.state.service = service
+    install_error_handlers(app)
+    app.include_router(analyze.router)
+    app.include_router(health.router)
+    from .webhooks.github import build_router
+
+    webhook = build_router(settings)
+    if webhook is not None:
+        app.include_router(webhook)  # FastAPI >= 0.115 merges the router's lifespan into the app's
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ObserveMiddleware, metrics=service.metrics)  # outermost: sees the 413s too
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _load_policy(settings: Settings) -> dict[str, Any] | None:
+    """The default policy, checked now so a bad file stops the start, not every request."""
+    import diffing
+
+    from .files import InputFileError
+
+    try:
+        policy = settings.load_policy()
+        diffing.Policy.from_mapping(policy)
+    except (InputFileError, diffing.PolicyError) as exc:
+        raise SettingsError(f"RAYSERVICE_IMPACT_POLICY_FILE: {exc}") from None
+    return policy
+
+
+async def _start_pool(pool: AnalysisPool) -> None:
+    """Start the pool; retry while it fails (readiness stays false meanwhile)."""
+    delay = 0.5
+    while True:
+        try:
+            await pool.start()
+            return
+        except Exception:
+            log.exception("the analysis pool failed to start; retrying in %.1f s", delay)
+            pool.close()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+        schema.setdefault("components", {}).setdefault("schemas", {}).update(
+            component_schemas(AnalyzeRequest, ManagedResourcesRequest))
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rayservice-impact")
+    except PackageNotFoundError:
+        return "0"
+
+
+def run(host: str = "127.0.0.1", port: int = 8080) -> int:
+    """``rayservice-impact serve``: validate settings, then serve until interrupted."""
+    import uvicorn
+
+    from .logs import configure_logging
+
+    try:
+        settings = load_settings()
+        app = create_app(settings)
+    except SettingsError as exc:
+        print(f"rayservice-impact: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, server_header=False)
+    return 0

@@ -1,0 +1,199 @@
+"""The bounded analysis pool: CPU-bound work off the event loop, with a time budget.
+
+``diffing.analyze`` is pure Python and CPU-bound, so by default it runs in worker
+*processes* (real parallelism on a multi-core machine; threads would share one GIL with the
+event loop). Admission is bounded: at most ``workers + queue`` jobs are in flight; one more
+is refused at once (503) instead of piling up. A job that outlives its time budget is
+answered 503 with ``Retry-After``; its slot stays taken until the worker really finishes, so
+the bound holds even for runaway inputs.
+
+A job is a plain dict and its result is a plain dict with the report already encoded as
+JSON bytes (or markdown text): cheap to pickle, and the event loop does no encoding. Errors
+are turned into answers inside the worker by :func:`app.errors.error_for`, because core
+exceptions do not survive pickling with their fields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import json
+import math
+import multiprocessing
+import os
+import time
+from collections import OrderedDict
+from typing import Any, Literal
+
+import diffing
+
+from .errors import ServiceUnavailable, error_for
+from .managed import texts_from_managed_resources
+
+WARMUP = """\
+apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: warm-up}
+spec:
+  rayClusterConfig:
+    headGroupSpec:
+      rayStartParams: {}
+      template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.52.0"}]}}
+"""
+
+_LIMIT_NODES, _LIMIT_DEPTH = 1_000_000, 100
+
+
+def _dumps(value: Any) -> bytes:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate somewhere: fall back to \u escapes
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Analyse one request inside a worker; never raises for bad input."""
+    started = time.perf_counter()
+    try:
+        limits = diffing.Limits(max_bytes=job["max_bytes"], max_nodes=_LIMIT_NODES, max_depth=_LIMIT_DEPTH)
+        if "managed" in job:
+            job = {**job, **dict(zip(("before", "after"), texts_from_managed_resources(job["managed"]),
+                                     strict=True))}
+        report = diffing.analyze(job["before"], job["after"], job["kuberay_version"], job["headroom"],
+                                 job["policy"], sources=job["sources"], limits=limits)
+    except Exception as exc:  # noqa: BLE001 - mapped to an answer; 500 only for a core bug
+        status, body, _ = error_for(exc)
+        out: dict[str, Any] = {"status": status, "body": _dumps(body), "media_type": "application/json",
+                               "error": body["error"]["code"]}
+        if status >= 500:
+            out["exception"] = f"{type(exc).__name__}: {exc}"[:500]
+    else:
+        if job["format"] == "markdown":
+            body_bytes = diffing.render_markdown(report).encode("utf-8", "replace")
+            media_type = "text/markdown; charset=utf-8"
+        else:
+            body_bytes, media_type = _dumps(report.to_dict()), "application/json"
+        out = {"status": 200, "body": body_bytes, "media_type": media_type, "decision": report.decision,
+               "rollouts": [(r.rollout, r.decision) for r in report.resources],
+               "accelerators": _accelerators(report)}
+    out["seconds"] = time.perf_counter() - started
+    return out
+
+
+def _accelerators(report: diffing.Report) -> dict[str, int]:
+    """Extra accelerators (integer counts, not cpu/memory) the rollouts need, summed."""
+    total: dict[str, int] = {}
+    for r in report.resources:
+        for name, amount in r.capacity.extra.items():
+            if name not in ("cpu", "memory") and isinstance(amount, int) and not isinstance(amount, bool):
+                total[name] = total.get(name, 0) + amount
+    return total
+
+
+def _warm_up() -> int:
+    run_job({"before": "", "after": WARMUP, "kuberay_version": "1.7.0", "headroom": None, "policy": None,
+             "sources": ("before", "after"), "max_bytes": 1 << 20, "format": "json"})
+    run_job({"before": "", "after": WARMUP, "kuberay_version": "1.6.0", "headroom": None, "policy": None,
+             "sources": ("before", "after"), "max_bytes": 1 << 20, "format": "markdown"})
+    return os.getpid()
+
+
+class AnalysisPool:
+    """``workers`` executors behind ``workers + queue`` admission slots."""
+
+    def __init__(self, workers: int, queue: int, kind: Literal["process", "thread"] = "process") -> None:
+        self.workers, self.capacity, self.kind = workers, workers + queue, kind
+        self.in_flight = 0
+        self.is_ready = False
+        self._executor: cf.Executor | None = None
+        self._restarting: asyncio.Task[None] | None = None
+
+    def _new_executor(self) -> cf.Executor:
+        if self.kind == "thread":
+            return cf.ThreadPoolExecutor(self.workers, thread_name_prefix="analysis")
+        # forkserver: no fork of a threaded event-loop process; workers import the core once.
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["app.workers"])  # effective when the fork server first starts
+        return cf.ProcessPoolExecutor(self.workers, mp_context=ctx)
+
+    async def start(self) -> None:
+        """Create the executor and run a tiny analysis on every worker; then ready."""
+        self.is_ready = False
+        self._executor = self._new_executor()
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(self._executor, _warm_up) for _ in range(self.workers)))
+        self.is_ready = True
+
+    def close(self) -> None:
+        self.is_ready = False
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        executor.shutdown(wait=False, cancel_futures=True)
+        # A runaway job must not keep the process alive after shutdown (Python < 3.14 has no
+        # public terminate_workers()).
+        for proc in list((getattr(executor, "_processes", None) or {}).values()):
+            proc.terminate()
+
+    async def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """The worker's result, or ServiceUnavailable (saturated, over budget, not ready)."""
+        if self._executor is None or not self.is_ready:
+            raise ServiceUnavailable("the analysis pool is starting", code="not-ready", retry_after=1)
+        if self.in_flight >= self.capacity:
+            raise ServiceUnavailable(f"all {self.capacity} analysis slots are busy; retry shortly",
+                                     code="overloaded", retry_after=1)
+        self.in_flight += 1
+        loop = asyncio.get_running_loop()
+        try:
+            future = loop.run_in_executor(self._executor, run_job, job)
+        except RuntimeError as exc:  # executor shut down or broken
+            self.in_flight -= 1
+            self._broken(exc)
+            raise ServiceUnavailable("the analysis pool is restarting", code="not-ready",
+                                     retry_after=1) from None
+        future.add_done_callback(self._release)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            raise ServiceUnavailable(f"the analysis took longer than its {timeout:g} s budget",
+                                     code="analysis-timeout", retry_after=math.ceil(timeout)) from None
+        except cf.BrokenExecutor as exc:
+            self._broken(exc)
+            raise ServiceUnavailable("an analysis worker died; the pool is restarting",
+                                     code="not-ready", retry_after=1) from None
+
+    def _release(self, future: asyncio.Future[Any]) -> None:
+        self.in_flight -= 1
+        if not future.cancelled():
+            future.exception()  # mark retrieved: a timed-out job's failure is not an error to log
+
+    def _broken(self, exc: BaseException) -> None:
+        if isinstance(exc, cf.BrokenExecutor) and self.is_ready:
+            self.close()
+            self._restarting = asyncio.get_running_loop().create_task(self.start())
+
+
+class ResultCache:
+    """A small LRU of worker results keyed by a digest of the request (route, format, body).
+
+    Identical requests are common in practice (webhook redeliveries, every Argo CD sync of an
+    unchanged app), and the analysis is a pure function of its input.
+    """
+
+    def __init__(self, entries: int) -> None:
+        self.entries = entries
+        self._items: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
+
+    def get(self, key: bytes) -> dict[str, Any] | None:
+        item = self._items.get(key)
+        if item is not None:
+            self._items.move_to_end(key)
+        return item
+
+    def put(self, key: bytes, value: dict[str, Any]) -> None:
+        if self.entries <= 0 or value["status"] >= 500:
+            return
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.entries:
+            self._items.popitem(last=False)
