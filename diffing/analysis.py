@@ -27,6 +27,7 @@ from .policy import Policy, parse_headroom
 from .report import APPROVE, HOLD, IGNORE, Capacity, Change, Finding, Report, ResourceReport
 from .schema import Schema, SchemaSet, transition_errors, validate
 from .validation import validate_rayservice
+from .values import dig, mapping, seq
 
 SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp",
                    "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -69,7 +70,7 @@ class Manifest:
 def strip_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     """Drop what the API server and the operator write: status, managedFields, uid, ..."""
     out = {k: v for k, v in obj.items() if k != "status"}
-    meta = dict(out.get("metadata") or {})
+    meta = dict(mapping(out.get("metadata")))
     for k in SERVER_METADATA:
         meta.pop(k, None)
     if isinstance(meta.get("annotations"), dict):
@@ -179,7 +180,7 @@ class Engine:
     def defaulted(self, m: Manifest) -> dict[str, Any]:
         """The object as the API server stores it: pruned and defaulted spec."""
         obj = dict(m.obj)
-        obj["spec"] = self.schemas.default_fill(m.obj.get("spec") or {}, self.spec_schema(m))
+        obj["spec"] = self.schemas.default_fill(mapping(m.obj.get("spec")), self.spec_schema(m))
         return obj
 
     def spec_type(self, key: str) -> TypeDesc | None:
@@ -193,10 +194,10 @@ class Engine:
 
     def hash_input(self, m: Manifest, groups: int | None = None) -> Any:
         """The Go encoding KubeRay hashes, muted fields removed (``groups`` truncates)."""
-        rcc = (m.obj.get("spec") or {}).get("rayClusterConfig", ABSENT)
+        rcc = mapping(m.obj.get("spec")).get("rayClusterConfig", ABSENT)
         if groups is not None and isinstance(rcc, dict):
             rcc = dict(rcc)
-            rcc["workerGroupSpecs"] = list(rcc.get("workerGroupSpecs") or [])[:groups]
+            rcc["workerGroupSpecs"] = seq(rcc.get("workerGroupSpecs"))[:groups]
         sch = self.schemas.child(self.spec_schema(m), "rayClusterConfig")
         encoded = self.gotypes.encode(rcc, self.gotypes.root, self.schemas, sch)
         for pattern in self.rules.muted_patterns:
@@ -210,9 +211,9 @@ class Engine:
         if b.api_version != a.api_version:
             out.append(Difference(("apiVersion",), b.api_version, a.api_version, "modified", True,
                                   "same stored object"))
-        out.extend(self.differ.diff(b.obj.get("metadata") or {}, a.obj.get("metadata") or {},
+        out.extend(self.differ.diff(mapping(b.obj.get("metadata")), mapping(a.obj.get("metadata")),
                                     ("metadata",), None, None))
-        bspec, aspec = b.obj.get("spec") or {}, a.obj.get("spec") or {}
+        bspec, aspec = mapping(b.obj.get("spec")), mapping(a.obj.get("spec"))
         sch = self.spec_schema(a)
         for key in list(bspec) + [k for k in aspec if k not in bspec]:
             if key == "serveConfigV2":
@@ -262,9 +263,7 @@ class Pair:
 
 
 def _rcc(obj: Mapping[str, Any] | None) -> dict[str, Any]:
-    spec = (obj or {}).get("spec") or {}
-    rcc = spec.get("rayClusterConfig") if isinstance(spec, dict) else None
-    return rcc if isinstance(rcc, dict) else {}
+    return dict(dig(obj, "spec", "rayClusterConfig"))
 
 
 def _truthy(value: Any) -> bool:
@@ -274,8 +273,7 @@ def _truthy(value: Any) -> bool:
 def resolve_strategy(spec: Mapping[str, Any], policy: Policy, rules: VersionRules) -> tuple[str, str]:
     """(``new-cluster`` | ``incremental`` | ``not-applied``, how it was resolved)."""
     gate = policy.feature_gates.get("RayServiceIncrementalUpgrade", rules.incremental_gate_default)
-    kind = (spec.get("upgradeStrategy") or {}).get("type") if isinstance(
-        spec.get("upgradeStrategy"), dict) else None
+    kind = dig(spec, "upgradeStrategy").get("type")
     if kind == "NewCluster":
         return "new-cluster", "upgradeStrategy.type NewCluster"
     if kind == "NewClusterWithIncrementalUpgrade":
@@ -305,8 +303,8 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     strategy_note = ""
 
     # 1. changes ------------------------------------------------------------------------------
-    b_serve = serve.parse((before.obj.get("spec") or {}).get("serveConfigV2", ABSENT) if before else ABSENT)
-    a_serve = serve.parse((after.obj.get("spec") or {}).get("serveConfigV2", ABSENT) if after else ABSENT)
+    b_serve = serve.parse(dig(before.obj, "spec").get("serveConfigV2", ABSENT) if before else ABSENT)
+    a_serve = serve.parse(dig(after.obj, "spec").get("serveConfigV2", ABSENT) if after else ABSENT)
     full_equal = partial_equal = True
     if before and after:
         for d in engine.differences(before, after):
@@ -319,8 +317,8 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
         hb = engine.hash_input(before)
         full_equal = hb == engine.hash_input(after)
         if not full_equal:
-            n = len(_rcc(before.obj).get("workerGroupSpecs") or [])
-            a_groups = len(_rcc(after.obj).get("workerGroupSpecs") or [])
+            n = len(seq(_rcc(before.obj).get("workerGroupSpecs")))
+            a_groups = len(seq(_rcc(after.obj).get("workerGroupSpecs")))
             partial_equal = a_groups >= n and engine.hash_input(after, n) == hb
             if partial_equal:
                 pair.changes = [_appended(c, n) for c in pair.changes]
@@ -334,18 +332,20 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
             pair.real.add(Category.CLUSTER_RECREATE)
 
     # 2. validation of the new manifest ------------------------------------------------------
-    if after and a_def is not None:
+    if after and a_def is not None and (before is None or pair.changes):
         spec_sch = engine.spec_schema(after)
         schema_errors = validate(engine.schemas, after.obj.get("spec"), spec_sch, ("spec",))
         if before is not None:
             schema_errors += transition_errors(engine.schemas, before.obj.get("spec"),
                                                after.obj.get("spec"), spec_sch, ("spec",))
         gate = policy.feature_gates.get("RayServiceIncrementalUpgrade", rules.incremental_gate_default)
-        op_problems = validate_rayservice(a_def, incremental_gate=gate, feature_gates=policy.feature_gates)
+        if not schema_errors:  # the API server rejects first; the operator never sees the object
+            op_problems = validate_rayservice(a_def, incremental_gate=gate,
+                                              feature_gates=policy.feature_gates)
 
     # 3. rollout ------------------------------------------------------------------------------
-    a_spec = (a_def or {}).get("spec") or {}
-    b_spec = (b_def or {}).get("spec") or {}
+    a_spec = dig(a_def, "spec")
+    b_spec = dig(b_def, "spec")
     autoscaling = _truthy(_rcc(a_def or b_def).get("enableInTreeAutoscaling"))
     if before is None:
         action, rollout = "created", "create"
@@ -373,7 +373,10 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     pair.findings.extend(collect_findings(ctx))
 
     # 6. decision -----------------------------------------------------------------------------
-    decision, headline = _decide(pair, engine, rollout, capacity, headroom, live)
+    if action == "unchanged":
+        decision, headline = APPROVE, ""  # nothing is being applied, whatever the manifest says
+    else:
+        decision, headline = _decide(pair, engine, rollout, capacity, headroom, live)
     ignore: tuple[dict[str, Any], ...] = ()
     if decision == IGNORE:
         ignore = (ignore_differences_entry(key),)
@@ -501,7 +504,7 @@ def _capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | None,
         extra = new.total(reps)
         phases = [("before", old_total), ("both clusters", cap.add(old_total, extra)), ("after", extra)]
     elif new is not None and rollout == "incremental":
-        opts = ((a_def or {}).get("spec") or {}).get("upgradeStrategy", {}).get("clusterUpgradeOptions") or {}
+        opts = dig(a_def, "spec", "upgradeStrategy", "clusterUpgradeOptions")
         surge = opts.get("maxSurgePercent", 100)
         surge = surge if isinstance(surge, int) and 0 <= surge <= 100 else 100
         reps = {g.name: cap.surge_replicas(g, current.get(g.name, g.replicas), surge) for g in new.groups}
@@ -533,9 +536,9 @@ def _capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | None,
 
 
 def _serve_gpus(pair: Pair, new: cap.ClusterShape | None) -> dict[str, Any] | None:
-    before = serve.gpu_demand(serve.parse(((pair.before.obj.get("spec") or {}).get("serveConfigV2", ABSENT))
+    before = serve.gpu_demand(serve.parse(dig(pair.before.obj, "spec").get("serveConfigV2", ABSENT)
                                           if pair.before else ABSENT))
-    after = serve.gpu_demand(serve.parse(((pair.after.obj.get("spec") or {}).get("serveConfigV2", ABSENT))
+    after = serve.gpu_demand(serve.parse(dig(pair.after.obj, "spec").get("serveConfigV2", ABSENT)
                                          if pair.after else ABSENT))
     if before.gpus == after.gpus == 0:
         return None
@@ -548,8 +551,9 @@ def _serve_gpus(pair: Pair, new: cap.ClusterShape | None) -> dict[str, Any] | No
 def logical_gpu_ceiling(obj: Mapping[str, Any], shape: cap.ClusterShape) -> float:
     """Ray GPUs the cluster can ever offer: head + every group at maxReplicas x numOfHosts."""
     rcc = _rcc(obj)
-    total = _logical_gpus(rcc.get("headGroupSpec") or {})
-    for g, size in zip(rcc.get("workerGroupSpecs") or [], shape.groups, strict=False):
+    total = _logical_gpus(mapping(rcc.get("headGroupSpec")))
+    groups = [g for g in seq(rcc.get("workerGroupSpecs")) if isinstance(g, Mapping)]
+    for g, size in zip(groups, shape.groups, strict=False):
         if size.suspended or size.max_replicas >= cap.MAX_INT32:
             if size.max_replicas >= cap.MAX_INT32 and _logical_gpus(g) > 0:
                 return float("inf")
@@ -562,25 +566,23 @@ def _logical_gpus(group: Mapping[str, Any]) -> float:
     """``num-gpus`` as KubeRay passes it to ``ray start`` (rayStartParams > resources > limits)."""
     if not isinstance(group, Mapping):
         return 0.0
-    params = group.get("rayStartParams") or {}
-    if isinstance(params, Mapping) and "num-gpus" in params:
+    params = mapping(group.get("rayStartParams"))
+    if "num-gpus" in params:
         try:
             return float(params["num-gpus"])
         except (TypeError, ValueError):
             return 0.0
-    res = group.get("resources") or {}
-    if isinstance(res, Mapping):
+    res = mapping(group.get("resources"))
+    if res:
         for k, v in res.items():
             if cap.is_gpu(str(k)):
                 try:
                     return float(cap.Quantity.parse(v).ceil())
                 except cap.QuantityError:
                     return 0.0
-    template = group.get("template")
-    spec = (template.get("spec") or {}) if isinstance(template, Mapping) else {}
-    containers = spec.get("containers") or [] if isinstance(spec, Mapping) else []
-    if containers and isinstance(containers[0], Mapping):
-        limits = ((containers[0].get("resources") or {}).get("limits") or {})
+    containers = seq(dig(group, "template", "spec").get("containers"))
+    if containers:
+        limits = dig(containers[0], "resources", "limits")
         for k in sorted(limits):
             if cap.is_gpu(str(k)):
                 try:
@@ -750,8 +752,8 @@ def cluster_divergence(rayservice: Mapping[str, Any], raycluster: Mapping[str, A
     rules = rules_for(kuberay_version)
     engine = Engine(rules, Policy())
     rs = strip_server_fields(dict(rayservice))
-    spec = dict(rs.get("spec") or {})
-    rc_spec = (raycluster or {}).get("spec") or {}
+    spec = dict(mapping(rs.get("spec")))
+    rc_spec = mapping(mapping(raycluster).get("spec"))
     rs_m = Manifest(rs, Document(0, rs), "live RayService")
     rc_obj = dict(rs)
     rc_obj["spec"] = dict(spec, rayClusterConfig=rc_spec)

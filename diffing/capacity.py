@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from .quantity import Quantity, QuantityError, format_amount
+from .values import dig, mapping, seq
 
 MAX_INT32 = 2**31 - 1
 _GPU = re.compile(r"(gpu$)|(^nvidia\.com/mig-\d+g\.\d+gb$)")
@@ -51,11 +52,7 @@ def _amounts(resources: Any) -> Amounts:
 
 
 def container_resources(container: Any) -> Amounts:
-    if not isinstance(container, Mapping):
-        return {}
-    res = container.get("resources") or {}
-    if not isinstance(res, Mapping):
-        return {}
+    res = dig(container, "resources")
     requests, limits = _amounts(res.get("requests")), _amounts(res.get("limits"))
     out = dict(limits)
     out.update(requests)
@@ -71,13 +68,13 @@ def add(a: Amounts, b: Mapping[str, Fraction], times: int | Fraction = 1) -> Amo
 
 def pod_resources(pod_spec: Any, *, sidecar: Amounts | None = None,
                   injected_init: Amounts | None = None) -> Amounts:
-    spec = pod_spec if isinstance(pod_spec, Mapping) else {}
+    spec = mapping(pod_spec)
     total: Amounts = {}
-    for c in spec.get("containers") or []:
+    for c in seq(spec.get("containers")):
         total = add(total, container_resources(c))
     if sidecar:
         total = add(total, sidecar)
-    inits = [container_resources(c) for c in spec.get("initContainers") or []]
+    inits = [container_resources(c) for c in seq(spec.get("initContainers"))]
     if injected_init:
         inits.append(injected_init)
     for init in inits:
@@ -134,23 +131,22 @@ class ClusterShape:
 
 def cluster_shape(rcc: Any, *, init_injection: bool = True) -> ClusterShape:
     """Head and worker-group sizes of a (defaulted) ``rayClusterConfig``."""
-    rcc = rcc if isinstance(rcc, Mapping) else {}
-    head_spec = ((rcc.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
+    rcc = mapping(rcc)
+    head_spec = dig(rcc, "headGroupSpec", "template", "spec")
     sidecar = None
     if rcc.get("enableInTreeAutoscaling") is True:
-        opts = rcc.get("autoscalerOptions") or {}
-        custom = opts.get("resources") if isinstance(opts, Mapping) else None
+        custom = dig(rcc, "autoscalerOptions").get("resources")
         sidecar = container_resources({"resources": custom}) if custom else dict(AUTOSCALER_SIDECAR)
     head = pod_resources(head_spec, sidecar=sidecar)
     groups = []
-    for i, g in enumerate(rcc.get("workerGroupSpecs") or []):
+    for i, g in enumerate(seq(rcc.get("workerGroupSpecs"))):
         if not isinstance(g, Mapping):
             continue
         lo = _int(g.get("minReplicas"), 0)
         hi = _int(g.get("maxReplicas"), MAX_INT32)
         hosts = max(_int(g.get("numOfHosts"), 1), 1)
         reps = g.get("replicas")
-        spec = (g.get("template") or {}).get("spec") or {}
+        spec = dig(g, "template", "spec")
         groups.append(GroupSize(
             name=str(g.get("groupName", f"#{i}")),
             replicas=clamp(reps if isinstance(reps, int) and not isinstance(reps, bool) else None, lo, hi),

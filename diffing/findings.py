@@ -18,6 +18,7 @@ from .kuberay import Category
 from .paths import Key, Path, format_path, schema_path
 from .report import Capacity, Change, Finding
 from .schema import unknown_fields
+from .values import dig, mapping, seq
 
 if TYPE_CHECKING:
     from .analysis import Engine, Manifest
@@ -60,10 +61,10 @@ class Context:
 
     def groups(self, which: str = "after") -> Iterator[tuple[Path, Mapping[str, Any]]]:
         obj = self.a_def if which == "after" else self.b_def
-        rcc = ((obj or {}).get("spec") or {}).get("rayClusterConfig") or {}
-        for i, g in enumerate(rcc.get("workerGroupSpecs") or []):
+        for i, g in enumerate(seq(dig(obj, "spec", "rayClusterConfig").get("workerGroupSpecs"))):
             if isinstance(g, Mapping):
-                seg: Any = Key("groupName", str(g["groupName"])) if g.get("groupName") else i
+                name = g.get("groupName")
+                seg: Any = Key("groupName", str(name)) if isinstance(name, (str, int)) and name else i
                 yield RCC + ("workerGroupSpecs", seg), g
 
 
@@ -174,8 +175,7 @@ def _ignored_alongside(ctx: Context) -> Iterator[Finding]:
 
 @check
 def _cluster_upgrade_strategy(ctx: Context) -> Iterator[Finding]:
-    rcc = ((ctx.a_def or {}).get("spec") or {}).get("rayClusterConfig") or {}
-    if isinstance(rcc, Mapping) and rcc.get("upgradeStrategy") is not None:
+    if dig(ctx.a_def, "spec", "rayClusterConfig").get("upgradeStrategy") is not None:
         yield ctx.finding("error", "cluster-upgrade-strategy-set", RCC + ("upgradeStrategy",),
                           "rayClusterConfig.upgradeStrategy must not be set for a RayService: every "
                           "RayCluster built from it fails validation and gets no pods")
@@ -203,7 +203,7 @@ def _serve_service(ctx: Context) -> Iterator[Finding]:
 def _incremental(ctx: Context) -> Iterator[Finding]:
     if ctx.rollout != "incremental" or ctx.a_def is None:
         return
-    opts = (ctx.a_def.get("spec") or {}).get("upgradeStrategy", {}).get("clusterUpgradeOptions") or {}
+    opts = dig(ctx.a_def, "spec", "upgradeStrategy", "clusterUpgradeOptions")
     cls = opts.get("gatewayClassName", "?")
     yield ctx.finding("info", "incremental-prerequisites", ("spec", "upgradeStrategy"),
                       f"an incremental upgrade needs the Gateway API CRDs and a controller serving "
@@ -218,15 +218,16 @@ def _incremental(ctx: Context) -> Iterator[Finding]:
 
 @check
 def _ray_version(ctx: Context) -> Iterator[Finding]:
-    rcc = ((ctx.a_def or {}).get("spec") or {}).get("rayClusterConfig") or {}
+    rcc = dig(ctx.a_def, "spec", "rayClusterConfig")
     version = str(rcc.get("rayVersion") or "")
     if not version:
         return
     head = [("headGroupSpec",)]
-    for path, g in [(RCC + p, rcc.get(p[0]) or {}) for p in head] + list(ctx.groups()):
-        for c in (((g.get("template") or {}).get("spec") or {}).get("containers") or [])[:1]:
-            image = str((c or {}).get("image", ""))
-            seg: Any = Key("name", str(c["name"])) if isinstance(c, Mapping) and c.get("name") else 0
+    for path, g in [(RCC + p, mapping(rcc.get(p[0]))) for p in head] + list(ctx.groups()):
+        for c in seq(dig(g, "template", "spec").get("containers"))[:1]:
+            image = str(mapping(c).get("image", ""))
+            name = mapping(c).get("name")
+            seg: Any = Key("name", str(name)) if isinstance(name, str) and name else 0
             m = _TAG.search(image.split("@")[0])
             if not m:
                 continue
@@ -246,8 +247,8 @@ def _gpu_scheduling(ctx: Context) -> Iterator[Finding]:
     if ctx.after is None:
         return
     for path, g in ctx.groups():
-        spec = (g.get("template") or {}).get("spec") or {}
-        gpus = [k for c in spec.get("containers") or [] for k in cap.container_resources(c)
+        spec = dig(g, "template", "spec")
+        gpus = [k for c in seq(spec.get("containers")) for k in cap.container_resources(c)
                 if cap.is_accelerator(k)]
         if gpus and not spec.get("tolerations") and not spec.get("nodeSelector") and not spec.get("affinity"):
             yield ctx.finding("info", "gpu-without-toleration", path + ("template", "spec"),
@@ -319,15 +320,15 @@ def _live(ctx: Context) -> Iterator[Finding]:
 @check
 def _argo(ctx: Context) -> Iterator[Finding]:
     for app in ctx.argo_apps:
-        spec = app.get("spec") or {}
-        options = ((spec.get("syncPolicy") or {}).get("syncOptions") or [])
+        spec = dig(app, "spec")
+        options = seq(dig(spec, "syncPolicy").get("syncOptions"))
         if "RespectIgnoreDifferences=true" not in options:
             continue
-        rules = [r for r in spec.get("ignoreDifferences") or [] if isinstance(r, Mapping)
+        rules = [r for r in seq(spec.get("ignoreDifferences")) if isinstance(r, Mapping)
                  and r.get("kind") in ("RayService", "RayCluster", "*")]
-        paths = [p for r in rules for p in (r.get("jqPathExpressions") or []) + (r.get("jsonPointers") or [])]
+        paths = [p for r in rules for p in seq(r.get("jqPathExpressions")) + seq(r.get("jsonPointers"))]
         if any("workerGroupSpecs" in str(p) for p in paths):
-            name = (app.get("metadata") or {}).get("name", "?")
+            name = dig(app, "metadata").get("name", "?")
             yield ctx.finding(
                 "warning", "respect-ignore-differences-atomic", f"Application {name}",
                 "RespectIgnoreDifferences=true with an ignore rule inside workerGroupSpecs copies the "
@@ -338,7 +339,7 @@ def _argo(ctx: Context) -> Iterator[Finding]:
 def _get(obj: Any, path: Path) -> Any:
     for seg in path:
         if isinstance(seg, Key):
-            obj = next((x for x in obj or [] if isinstance(x, Mapping)
+            obj = next((x for x in seq(obj) if isinstance(x, Mapping)
                         and str(x.get(seg.field)) == seg.value), ABSENT)
         elif isinstance(seg, int):
             obj = obj[seg] if isinstance(obj, list) and seg < len(obj) else ABSENT

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .paths import Key, Path
+from .values import mapping, seq
 
 MAX_NAME = 47  # constant.go MaxRayServiceNameLength = 53 - 6
 STRATEGIES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")
@@ -23,16 +24,15 @@ _RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
 Problem = tuple[str, Path, str]  # (code, path, message)
 
 
-def _m(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+_m = mapping
 
 
 def _autoscaler_v2(rcc: Mapping[str, Any]) -> bool:
     if _m(rcc.get("autoscalerOptions")).get("version") == "v2":
         return True
     head = _m(_m(_m(rcc.get("headGroupSpec")).get("template")).get("spec"))
-    for c in head.get("containers") or []:
-        for e in _m(c).get("env") or []:
+    for c in seq(head.get("containers")):
+        for e in seq(_m(c).get("env")):
             if _m(e).get("name") == "RAY_enable_autoscaler_v2" and str(_m(e).get("value")).lower() in (
                     "1", "true"):
                 return True
@@ -128,7 +128,7 @@ def _cluster(rcc: Mapping[str, Any], annotations: Mapping[str, Any],
     v2 = _autoscaler_v2(rcc)
     head = _m(rcc.get("headGroupSpec"))
     groups: list[tuple[Path, Mapping[str, Any]]] = [(base + ("headGroupSpec",), head)]
-    for i, g in enumerate(rcc.get("workerGroupSpecs") or []):
+    for i, g in enumerate(seq(rcc.get("workerGroupSpecs"))):
         g = _m(g)
         seg: Any = Key("groupName", str(g["groupName"])) if g.get("groupName") else i
         groups.append((base + ("workerGroupSpecs", seg), g))

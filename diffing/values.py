@@ -1,0 +1,23 @@
+"""Safe access into manifests whose shape is not guaranteed (a schema violation must not crash)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+EMPTY: Mapping[str, Any] = {}
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else EMPTY
+
+
+def seq(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def dig(value: Any, *keys: str) -> Mapping[str, Any]:
+    """``value[k1][k2]...`` as a mapping; ``{}`` as soon as a step is not a mapping."""
+    for key in keys:
+        value = mapping(value).get(key)
+    return mapping(value)
