@@ -1,0 +1,141 @@
+"""The command line: formats, exit codes and error messages, as users and scripts see them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import diffing
+from app import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+
+
+def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, cwd=ROOT,
+                          input=stdin, timeout=60, env=env)
+
+
+def test_cli_hold_exits_3_with_the_json_report() -> None:
+    pair = SAMPLES / "gpu-image-bump"
+    proc = run("analyze", str(pair / "before.yaml"), str(pair / "after.yaml"), "--format", "json")
+    assert proc.returncode == 3, proc.stderr
+    report = json.loads(proc.stdout)
+    assert (report["schemaVersion"], report["decision"]) == (1, "hold")
+    assert report["resources"][0]["capacity"]["extra"]["nvidia.com/gpu"] == 4
+
+
+def test_cli_markdown_is_the_pr_comment_text(capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    pair = SAMPLES / "serve-only"
+    monkeypatch.chdir(pair)
+    code = cli.main(["analyze", "before.yaml", "after.yaml", "--format", "markdown"])
+    assert code == 0
+    assert capsys.readouterr().out == (pair / "expected.md").read_text()
+
+
+def test_cli_headroom_turns_the_hold_into_approve(capsys: pytest.CaptureFixture[str]) -> None:
+    pair = SAMPLES / "gpu-image-bump"
+    code = cli.main(["analyze", str(pair / "before.yaml"), str(pair / "after.yaml"), "--format", "json",
+                     "--headroom", "nvidia.com/gpu=4", "cpu=64"])
+    out = json.loads(capsys.readouterr().out)
+    assert (code, out["decision"]) == (0, "approve")
+    assert out["resources"][0]["capacity"]["headroom"] == {"nvidia.com/gpu": 4, "cpu": "64"}
+
+
+def test_cli_stdin_and_dev_null_mean_create(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (SAMPLES / "kuberay-v1.7.0" / "ray-service.sample.yaml").read_text()
+    monkeypatch.setattr(sys, "stdin", type("S", (), {"buffer": __import__("io").BytesIO(text.encode())})())
+    code = cli.main(["analyze", "/dev/null", "-", "--format", "json"])
+    res = json.loads(capsys.readouterr().out)["resources"][0]
+    assert (code, res["action"], res["rollout"]) == (0, "created", "create")
+
+
+def test_cli_invalid_yaml_exit_2_names_file_document_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: ConfigMap\n---\nkind: RayService\nspec: [1, 2\n")
+    proc = run("analyze", "/dev/null", str(bad))
+    assert proc.returncode == 2
+    assert f"{bad}, document 2, line " in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["analyze", "/nonexistent.yaml", "/dev/null"], "/nonexistent.yaml: cannot read"),
+    (["analyze", "-", "-"], "only one of BEFORE and AFTER"),
+    (["analyze", "/dev/null", "/dev/null", "--headroom", "gpu"], "expected RESOURCE=N"),
+    (["analyze", "/dev/null", "/dev/null", "--kuberay-version", "1.2.0"], "not supported"),
+    (["analyze", "/dev/null", "/dev/null", "--headroom", "nvidia.com/gpu=lots"], "not an amount"),
+    (["analyze", "/dev/null"], "usage:"),
+])
+def test_cli_usage_errors_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_bad_policy_file_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("holdOnRecreate: sometimes\n")
+    assert cli.main(["analyze", "/dev/null", "/dev/null", "--policy", str(policy)]) == 2
+    assert "holdOnRecreate" in capsys.readouterr().err
+
+
+def test_cli_policy_from_environment_warns_instead_of_holding(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("notApplied: warn\n")
+    pair = SAMPLES / "tolerations-only"
+    env = {**__import__("os").environ, "RAYSERVICE_IMPACT_POLICY_FILE": str(policy)}
+    proc = run("analyze", str(pair / "before.yaml"), str(pair / "after.yaml"), "--format", "json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["resources"][0]["rollout"] == "not-applied"
+
+
+def test_cli_internal_error_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("unexpected")
+
+    monkeypatch.setattr(diffing, "analyze", boom)
+    assert cli.main(["analyze", "/dev/null", "/dev/null"]) == 1
+    assert "internal error: RuntimeError: unexpected" in capsys.readouterr().err
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                               "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}).stdout.strip()
+
+
+def test_cli_git_follows_renames_and_skips_other_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    pair = SAMPLES / "gpu-image-bump"
+    (repo / "apps").mkdir()
+    (repo / "apps" / "llm.yaml").write_text((pair / "before.yaml").read_text())
+    (repo / "notes.yaml").write_text("a: [broken\n")  # not a RayService: never parsed
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    base = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "mv", "apps/llm.yaml", "apps/llm-serve.yaml")
+    (repo / "apps" / "llm-serve.yaml").write_text((pair / "after.yaml").read_text())
+    (repo / "notes.yaml").write_text("a: [still broken\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "head")
+    code = cli.main(["git", base, "HEAD", "--repo", str(repo), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 3
+    assert [(r["name"], r["action"], r["rollout"]) for r in out["resources"]] == [
+        ("ray-serve-llm", "updated", "new-cluster")]
+
+
+def test_cli_git_unknown_revision_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _git(tmp_path, "init", "-q")
+    assert cli.main(["git", "nope", "HEAD", "--repo", str(tmp_path)]) == 2
+    assert "git rev-parse" in capsys.readouterr().err
