@@ -97,7 +97,8 @@ def test_cli_policy_from_environment_warns_instead_of_holding(tmp_path: Path) ->
     assert json.loads(proc.stdout)["resources"][0]["rollout"] == "not-applied"
 
 
-def test_cli_internal_error_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_internal_error_exits_1(monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("unexpected")
 
@@ -112,7 +113,8 @@ def _git(repo: Path, *args: str) -> str:
                                "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}).stdout.strip()
 
 
-def test_cli_git_follows_renames_and_skips_other_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_git_follows_renames_and_skips_other_files(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q")
