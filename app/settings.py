@@ -28,6 +28,14 @@ class Settings(BaseSettings):
     argocd_server: str | None = None
     argocd_token: SecretStr | None = None
     fail_open: bool = False
+    # Argo CD client and the live basis (issue 5; not in the contract's table; safe defaults).
+    argocd_timeout_seconds: float = Field(default=10.0, gt=0)
+    argocd_retries: int = Field(default=3, ge=0, le=10)
+    argocd_ca_file: Path | None = None
+    argocd_insecure: bool = False
+    live_basis: Literal["auto", "off"] = "auto"
+    kubernetes_timeout_seconds: float = Field(default=10.0, gt=0)
+    termination_log: Path = Path("/dev/termination-log")
     # Service tuning (not in the contract's table; safe defaults).
     analysis_timeout_seconds: float = Field(default=10.0, gt=0)
     analysis_workers: int = Field(default=2, ge=1, le=64)

@@ -1,0 +1,184 @@
+"""``rayservice-impact argocd-presync``: the Argo CD PreSync hook.
+
+1. ``GET {server}/api/v1/applications/{app}/managed-resources?group=ray.io&kind=RayService``;
+   each item's ``liveState`` is BEFORE and ``targetState`` AFTER (the core strips server-set
+   fields and applies the CRD defaults to both sides).
+2. Where the Kubernetes API is reachable (in-cluster or kubeconfig): the live basis
+   (:mod:`app.live`); with no configuration at all, the manifest basis, said in the output.
+3. The markdown report goes to stdout (Argo CD shows the hook's log); the exit code is the
+   CLI's: 3 hold (the hook fails, the sync stops), 0 approve / ignore-differences.
+
+When Argo CD or Kubernetes cannot be used the check fails closed (exit 1) unless
+``RAYSERVICE_IMPACT_FAIL_OPEN=true`` (exit 0). Notes go to stderr, so ``--format json``
+keeps stdout parseable. On a hold or a failure the reason is also written to the
+termination log (``/dev/termination-log``): a bare Pod hook then shows it in the Argo CD UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import diffing
+
+from ..cli import EXIT_HOLD, EXIT_INTERNAL, EXIT_OK, UsageError, format_report
+from ..clients.argocd import ArgoCDClient
+from ..clients.kubernetes import KubeReader, connect
+from ..clients.upstream import UpstreamError
+from ..live import read_live_basis
+from ..managed import ManagedResourcesError, texts_from_managed_resources
+from ..settings import Settings, SettingsError, load_settings
+
+TERMINATION_LIMIT = 4000  # the kubelet keeps 4096 bytes
+
+
+def _note(text: str) -> None:
+    print(f"rayservice-impact: {text}", file=sys.stderr, flush=True)
+
+
+def write_termination_log(path: Path, text: str) -> None:
+    """Best effort: only where the file exists (inside a container) and can be written."""
+    if not path.exists():
+        return
+    data = text.encode("utf-8")[:TERMINATION_LIMIT].decode("utf-8", "ignore")
+    try:
+        path.write_text(data, encoding="utf-8")
+    except OSError:
+        pass
+
+
+def _cannot_check(settings: Settings, message: str) -> int:
+    _note(message)
+    if settings.fail_open:
+        _note("RAYSERVICE_IMPACT_FAIL_OPEN=true: letting the sync go ahead unchecked (exit 0)")
+        return EXIT_OK
+    _note("failing closed (exit 1): the sync stops. Set RAYSERVICE_IMPACT_FAIL_OPEN=true to let "
+          "syncs through when the check cannot run")
+    write_termination_log(settings.termination_log, f"rayservice-impact could not check the sync: {message}")
+    return EXIT_INTERNAL
+
+
+def _settings() -> Settings:
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    missing = [name for name, value in (("RAYSERVICE_IMPACT_ARGOCD_SERVER", settings.argocd_server),
+                                        ("RAYSERVICE_IMPACT_ARGOCD_TOKEN", settings.argocd_token))
+               if not value or (hasattr(value, "get_secret_value") and not value.get_secret_value())]
+    if missing:
+        raise UsageError(f"argocd-presync needs {' and '.join(missing)} (the argocd-server base URL and "
+                         "an API token with 'applications, get' on the application)")
+    return settings
+
+
+def _targets(body: dict[str, Any]) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """RayService keys in the response, and the target objects (for node matching)."""
+    keys: list[str] = []
+    targets: dict[str, dict[str, Any]] = {}
+    for item in body.get("items") or []:
+        if not isinstance(item, dict) or item.get("kind") not in (None, "RayService"):
+            continue
+        key = f"{item.get('namespace') or 'default'}/{item.get('name')}"
+        keys.append(key)
+        raw = item.get("targetState")
+        if isinstance(raw, str) and raw not in ("", "null"):
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                targets[key] = obj
+    return keys, targets
+
+
+def _describe(key: str, live: diffing.LiveCluster) -> str:
+    parts = [key]
+    if live.active_cluster:
+        reps = ", ".join(f"{g}={n}" for g, n in sorted(live.worker_replicas.items())) or "no worker groups"
+        parts.append(f"active RayCluster {live.active_cluster} (replicas {reps})")
+    else:
+        parts.append("no running RayCluster")
+    if live.pending_cluster:
+        parts.append(f"upgrade in flight: pending RayCluster {live.pending_cluster}")
+    if live.headroom:
+        parts.append("free where its pods fit: " + ", ".join(f"{k}={v}" for k, v in live.headroom.items()))
+    if live.divergence:
+        parts.append(f"{len(live.divergence)} path(s) where the running cluster differs from the live spec")
+    return "; ".join(parts)
+
+
+def run_presync(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
+    settings = _settings()
+    app = (args.app or "").strip()
+    if not app:
+        raise UsageError("--app: the Argo CD Application name is empty (is $(ARGOCD_APP_NAME) set "
+                         "in the hook's environment?)")
+    token = settings.argocd_token.get_secret_value() if settings.argocd_token else ""
+    verify: bool | str = str(settings.argocd_ca_file) if settings.argocd_ca_file else True
+    if settings.argocd_insecure:
+        verify = False
+    server = str(settings.argocd_server)
+    where = f"{args.app_namespace}/{app}" if args.app_namespace else app
+    _note(f"checking Argo CD application {where} at {server}")
+    try:
+        with ArgoCDClient(server, token, timeout=settings.argocd_timeout_seconds,
+                          retries=settings.argocd_retries, verify=verify) as client:
+            body = client.managed_resources(app, app_namespace=args.app_namespace)
+        before, after = texts_from_managed_resources(body)
+    except UpstreamError as exc:
+        return _cannot_check(settings, str(exc))
+    except ManagedResourcesError as exc:
+        return _cannot_check(settings, f"Argo CD's managed-resources answer is not usable: {exc}")
+    keys, targets = _targets(body)
+    _note(f"{len(keys)} RayService(s) managed by {where}")
+
+    live = None
+    advisory = False
+    if keys and settings.live_basis == "auto":
+        accelerators = tuple((kwargs.get("policy") or {}).get("accelerators") or ())
+        try:
+            conn = connect(timeout=settings.kubernetes_timeout_seconds)
+            if conn is None:
+                _note("capacity basis: manifest (no in-cluster service account and no kubeconfig: "
+                      "replicas come from the manifests and free accelerators are unknown)")
+            else:
+                try:
+                    live = read_live_basis(
+                        KubeReader(conn, timeout=settings.kubernetes_timeout_seconds), keys,
+                        targets=targets, kuberay_version=kwargs["kuberay_version"],
+                        accelerators=accelerators, headroom=kwargs.get("headroom"))
+                finally:
+                    conn.api.close()
+                _note(f"capacity basis: live (Kubernetes API via {conn.source})")
+                for key, state in sorted(live.items()):
+                    _note("  " + _describe(key, state))
+        except UpstreamError as exc:
+            code = _cannot_check(settings, str(exc))
+            if code != EXIT_OK:
+                return code
+            advisory = True
+            _note("the report below uses the manifest basis and is advisory only")
+    elif settings.live_basis == "off":
+        _note("capacity basis: manifest (RAYSERVICE_IMPACT_LIVE_BASIS=off)")
+
+    report = diffing.analyze(before, after, live=live, sources=("live", "target"), **kwargs)
+    sys.stdout.write(format_report(report, args.format or "markdown"))
+    sys.stdout.flush()
+    code = report.exit_code
+    if advisory:
+        return EXIT_OK
+    if code == EXIT_HOLD:
+        held = [r for r in report.resources if r.decision == "hold"]
+        lines = [f"HOLD: {report.summary}"]
+        for r in held:
+            lines.extend(f"{r.namespace}/{r.name}: {reason}" for reason in r.reasons)
+        write_termination_log(settings.termination_log, "\n".join(lines))
+        _note(f"decision hold: exit {EXIT_HOLD}, the sync stops here. Change the manifests, free "
+              "capacity, or sync again once it is there")
+    else:
+        _note(f"decision {report.decision}: exit 0, the sync goes ahead")
+    return code

@@ -1,0 +1,326 @@
+"""The live basis: what really runs behind each RayService, read from the Kubernetes API.
+
+For each RayService (``"namespace/name"``) :func:`read_live_basis` finds
+
+* the active RayCluster (``status.activeServiceStatus.rayClusterName``, else the oldest
+  RayCluster labelled ``ray.io/originated-from-cr-name=<name>`` that is not the pending one)
+  and its current, autoscaled worker replicas per group (the autoscaler writes them into the
+  RayCluster, never into the RayService);
+* a pending RayCluster (``status.pendingServiceStatus.rayClusterName``): an upgrade in flight;
+* the latent divergence between that RayCluster's spec and the live ``rayClusterConfig``
+  (:func:`diffing.cluster_divergence`);
+* the free accelerators where the new pods can land (:func:`accelerator_headroom`).
+
+The functions taking nodes and pods are pure; only :func:`read_live_basis` and
+:func:`live_basis_for` do I/O, through :class:`app.clients.kubernetes.KubeReader`.
+
+For the HTTP API and the GitHub flow (service running in-cluster), call::
+
+    from starlette.concurrency import run_in_threadpool
+    live = await run_in_threadpool(live_basis_for, keys, targets=targets,
+                                   kuberay_version=version, headroom=headroom)
+    report = diffing.analyze(before, after, ..., live=live)   # live None = manifest basis
+
+``keys`` are the ``"namespace/name"`` of the RayServices in the change (the report's own
+pairing key), ``targets`` optionally maps them to the new RayService objects (their
+nodeSelector/tolerations choose the nodes counted). ``live_basis_for`` returns ``None``
+without a Kubernetes configuration and raises :class:`~app.clients.kubernetes.KubernetesError`
+when one exists but does not work (a service may log it and fall back to ``None``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from typing import Any
+
+import diffing
+from diffing import capacity as cap
+from diffing.quantity import Quantity, QuantityError
+
+from .clients.kubernetes import KubeReader, KubernetesError, connect
+
+ORIGIN_LABEL = "ray.io/originated-from-cr-name"
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+Obj = Mapping[str, Any]
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, Mapping) else None
+    return obj
+
+
+# -- scheduling: which nodes can take a pod --------------------------------------------------
+
+
+def tolerates(toleration: Obj, taint: Obj) -> bool:
+    """``v1.Toleration.ToleratesTaint``."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    key = toleration.get("key") or ""
+    if not key:
+        return operator == "Exists"
+    if key != taint.get("key"):
+        return False
+    return operator == "Exists" or (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def _matches_expression(expr: Obj, labels: Mapping[str, str]) -> bool:
+    key, op, values = expr.get("key"), expr.get("operator"), list(expr.get("values") or [])
+    present = key in labels
+    value = labels.get(str(key), "")
+    if op == "In":
+        return present and value in values
+    if op == "NotIn":
+        return not present or value not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and values:
+        try:
+            a, b = int(value), int(values[0])
+        except ValueError:
+            return False
+        return a > b if op == "Gt" else a < b
+    return False
+
+
+def _matches_term(term: Obj, node: Obj) -> bool:
+    exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+    if not exprs and not fields:
+        return False
+    labels = _get(node, "metadata", "labels") or {}
+    name = {"metadata.name": _get(node, "metadata", "name") or ""}
+    return (all(_matches_expression(e, labels) for e in exprs)
+            and all(_matches_expression(f, name) for f in fields))
+
+
+def is_node_ready(node: Obj) -> bool:
+    if _get(node, "spec", "unschedulable") is True:
+        return False
+    for cond in _get(node, "status", "conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def node_accepts(node: Obj, pod_spec: Obj) -> bool:
+    """Could the scheduler put a pod with this spec on this node (resources aside)?
+
+    Readiness, ``nodeSelector``, required node affinity and NoSchedule/NoExecute taints.
+    """
+    if not is_node_ready(node):
+        return False
+    labels = _get(node, "metadata", "labels") or {}
+    for key, value in (pod_spec.get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return False
+    terms = _get(pod_spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+                 "nodeSelectorTerms") or []
+    if terms and not any(_matches_term(t, node) for t in terms if isinstance(t, Mapping)):
+        return False
+    tolerations = [t for t in pod_spec.get("tolerations") or [] if isinstance(t, Mapping)]
+    for taint in _get(node, "spec", "taints") or []:
+        if taint.get("effect") in BLOCKING_EFFECTS and not any(tolerates(t, taint) for t in tolerations):
+            return False
+    return True
+
+
+# -- resources ---------------------------------------------------------------------------------
+
+
+def _accelerators(amounts: Mapping[str, Fraction], extra: Iterable[str]) -> dict[str, Fraction]:
+    names = tuple(extra)
+    return {k: v for k, v in amounts.items() if v > 0 and cap.is_accelerator(k, names)}
+
+
+def pod_requests(pod_spec: Obj) -> dict[str, Fraction]:
+    """What the scheduler reserves for a pod: containers, the largest init container, overhead."""
+    total = cap.pod_resources(pod_spec)
+    for name, raw in (pod_spec.get("overhead") or {}).items():
+        try:
+            total[name] = total.get(name, Fraction(0)) + Quantity.parse(raw).value
+        except QuantityError:
+            continue
+    return total
+
+
+def _allocatable(node: Obj) -> dict[str, Fraction]:
+    out = {}
+    for name, raw in (_get(node, "status", "allocatable") or {}).items():
+        try:
+            out[str(name)] = Quantity.parse(raw).value
+        except QuantityError:
+            continue
+    return out
+
+
+def free_accelerators(nodes: Iterable[Obj], pods: Iterable[Obj], accelerators: Iterable[str] = ()
+                      ) -> dict[str, dict[str, Fraction]]:
+    """Per node name: allocatable accelerators minus the requests of pods bound to it."""
+    extra = tuple(accelerators)
+    free = {str(_get(n, "metadata", "name")): _accelerators(_allocatable(n), extra) for n in nodes}
+    for pod in pods:
+        node = _get(pod, "spec", "nodeName")
+        if node not in free or _get(pod, "status", "phase") in ("Succeeded", "Failed"):
+            continue
+        for name, amount in _accelerators(pod_requests(pod.get("spec") or {}), extra).items():
+            if name in free[node]:
+                free[node][name] -= amount
+    return {n: {k: max(v, Fraction(0)) for k, v in amounts.items()} for n, amounts in free.items()}
+
+
+def pod_templates(rayservice: Obj) -> list[tuple[str, Obj]]:
+    """(``head`` or group name, pod spec) for every pod kind a RayService's cluster creates."""
+    rcc = _get(rayservice, "spec", "rayClusterConfig") or {}
+    out = [("head", _get(rcc, "headGroupSpec", "template", "spec") or {})]
+    for i, group in enumerate(rcc.get("workerGroupSpecs") or []):
+        if isinstance(group, Mapping):
+            out.append((str(group.get("groupName", f"#{i}")), _get(group, "template", "spec") or {}))
+    return out
+
+
+def accelerator_headroom(rayservice: Obj, nodes: list[Obj], pods: list[Obj],
+                         accelerators: Iterable[str] = ()) -> dict[str, Any]:
+    """Free accelerators usable by this RayService's pods, in whole pods.
+
+    A node counts for a pod kind when the pod could be scheduled there (:func:`node_accepts`);
+    its free amount counts in multiples of that pod's request (2 free GPUs take no 4-GPU
+    pod). Per node the best-fitting pod kind counts. Unbound Pending pods that could land on
+    those nodes (e.g. a pending cluster's workers) are subtracted: they are waiting too.
+    """
+    extra = tuple(accelerators)
+    kinds = []
+    for _, spec in pod_templates(rayservice):
+        needs = _accelerators(pod_requests(spec), extra)
+        if needs:
+            kinds.append((spec, needs))
+    if not kinds:
+        return {}
+    free = free_accelerators(nodes, pods, extra)
+    usable: dict[str, Fraction] = {name: Fraction(0) for _, needs in kinds for name in needs}
+    eligible: dict[str, set[str]] = {name: set() for name in usable}
+    for node in nodes:
+        node_name = str(_get(node, "metadata", "name"))
+        best: dict[str, Fraction] = {}
+        for spec, needs in kinds:
+            if not node_accepts(node, spec):
+                continue
+            for name, need in needs.items():
+                have = free.get(node_name, {}).get(name, Fraction(0))
+                eligible[name].add(node_name)
+                best[name] = max(best.get(name, Fraction(0)), math.floor(have / need) * need)
+        for name, amount in best.items():
+            usable[name] += amount
+    by_name = {str(_get(n, "metadata", "name")): n for n in nodes}
+    for pod in pods:
+        if _get(pod, "spec", "nodeName") or _get(pod, "status", "phase") != "Pending":
+            continue
+        spec = pod.get("spec") or {}
+        for name, amount in _accelerators(pod_requests(spec), extra).items():
+            if name in usable and any(node_accepts(by_name[n], spec) for n in eligible[name]):
+                usable[name] = max(usable[name] - amount, Fraction(0))
+    return {name: _number(v) for name, v in sorted(usable.items())}
+
+
+def _number(value: Fraction) -> int | str:
+    return int(value) if value.denominator == 1 else f"{float(value):g}"
+
+
+# -- the RayService's clusters -------------------------------------------------------------------
+
+
+def worker_replicas(raycluster: Obj) -> dict[str, int]:
+    out = {}
+    for group in _get(raycluster, "spec", "workerGroupSpecs") or []:
+        reps = group.get("replicas") if isinstance(group, Mapping) else None
+        if isinstance(reps, int) and not isinstance(reps, bool) and "groupName" in group:
+            out[str(group["groupName"])] = reps
+    return out
+
+
+def _active_name(reader: KubeReader, rayservice: Obj, namespace: str, name: str,
+                 pending: str | None) -> str | None:
+    active = _get(rayservice, "status", "activeServiceStatus", "rayClusterName")
+    if active:
+        return str(active)
+    found = [c for c in reader.list_rayclusters(namespace, f"{ORIGIN_LABEL}={name}")
+             if _get(c, "metadata", "name") != pending]
+    found.sort(key=lambda c: str(_get(c, "metadata", "creationTimestamp") or ""))
+    return str(_get(found[0], "metadata", "name")) if found else None
+
+
+def read_live_basis(reader: KubeReader, keys: Iterable[str], *, targets: Mapping[str, Obj] | None = None,
+                    kuberay_version: str = "1.7.0", accelerators: Iterable[str] = (),
+                    headroom: Mapping[str, Any] | None = None) -> dict[str, diffing.LiveCluster]:
+    """One :class:`diffing.LiveCluster` per key whose RayService is live or has a target.
+
+    ``headroom`` (e.g. from ``--headroom``) wins over the measured value for the same resource.
+    """
+    targets = targets or {}
+    extra = tuple(accelerators)
+    live: dict[str, Obj | None] = {}
+    for key in dict.fromkeys(keys):
+        namespace, _, name = key.partition("/")
+        live[key] = reader.get_rayservice(namespace, name)
+    wants_nodes = any(
+        _accelerators(pod_requests(spec), extra)
+        for key in live for obj in (targets.get(key), live[key]) if obj
+        for _, spec in pod_templates(obj))
+    nodes = reader.list_nodes() if wants_nodes else []
+    pods = reader.list_active_pods() if wants_nodes else []
+    out: dict[str, diffing.LiveCluster] = {}
+    for key, rs in live.items():
+        namespace, _, name = key.partition("/")
+        shape = targets.get(key) or rs
+        if shape is None:
+            continue
+        room: dict[str, Any] = dict(accelerator_headroom(shape, nodes, pods, extra)) if wants_nodes else {}
+        room.update(headroom or {})
+        if rs is None:
+            out[key] = diffing.LiveCluster(headroom=room or None)
+            continue
+        pending = _get(rs, "status", "pendingServiceStatus", "rayClusterName") or None
+        active = _active_name(reader, rs, namespace, name, pending)
+        cluster = reader.get_raycluster(namespace, active) if active else None
+        divergence: tuple[str, ...] = ()
+        if cluster is not None:
+            try:
+                divergence = diffing.cluster_divergence(rs, cluster, kuberay_version)
+            except diffing.DiffingError:
+                divergence = ()
+        out[key] = diffing.LiveCluster(
+            active_cluster=active if cluster is not None else None,
+            pending_cluster=str(pending) if pending else None,
+            worker_replicas=worker_replicas(cluster) if cluster is not None else {},
+            headroom=room or None, divergence=divergence)
+    return out
+
+
+def live_basis_for(keys: Iterable[str], *, targets: Mapping[str, Obj] | None = None,
+                   kuberay_version: str = "1.7.0", accelerators: Iterable[str] = (),
+                   headroom: Mapping[str, Any] | None = None,
+                   timeout: float = 10.0) -> dict[str, diffing.LiveCluster] | None:
+    """The live basis for ``keys`` (``"namespace/name"``), or ``None`` without Kubernetes config.
+
+    Raises :class:`KubernetesError` when a configuration exists but the API cannot be used.
+    """
+    conn = connect(timeout=timeout)
+    if conn is None:
+        return None
+    try:
+        return read_live_basis(KubeReader(conn, timeout=timeout), keys, targets=targets,
+                               kuberay_version=kuberay_version, accelerators=accelerators,
+                               headroom=headroom)
+    finally:
+        conn.api.close()
+
+
+__all__ = ["KubernetesError", "accelerator_headroom", "free_accelerators", "live_basis_for",
+           "node_accepts", "pod_requests", "read_live_basis", "tolerates", "worker_replicas"]

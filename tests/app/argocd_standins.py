@@ -1,0 +1,312 @@
+"""Local stand-ins on 127.0.0.1 for the Argo CD API and the Kubernetes API, plus builders
+for the objects they serve (shapes as the real servers answer them)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "argocd"
+ARGO_TOKEN = "argocd-test-token"
+KUBE_TOKEN = "kube-test-token"
+
+Handler = Callable[[str, str, dict[str, list[str]], Any], tuple[int, Any]]
+
+
+@contextmanager
+def serve(handler: Handler) -> Iterator[str]:
+    """Run ``handler(method, path, query, headers) -> (status, json body)`` on 127.0.0.1."""
+
+    class _H(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            url = urlsplit(self.path)
+            status, body = handler("GET", url.path, parse_qs(url.query), self.headers)
+            data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# -- Argo CD -------------------------------------------------------------------------------------
+
+
+@dataclass
+class ArgoCD:
+    """``GET /api/v1/applications/{name}/managed-resources`` for one application."""
+
+    app: str
+    items: list[dict[str, Any]]
+    token: str = ARGO_TOKEN
+    fail_first: int = 0  # answer 503 this many times first
+    requests: list[tuple[str, dict[str, list[str]]]] = field(default_factory=list)
+
+    def __call__(self, method: str, path: str, query: dict[str, list[str]], headers: Any
+                 ) -> tuple[int, Any]:
+        self.requests.append((path, query))
+        if headers.get("Authorization") != f"Bearer {self.token}":
+            return 401, {"error": "invalid session: token signature is invalid", "code": 16,
+                         "message": "invalid session: token signature is invalid"}
+        if self.fail_first > 0:
+            self.fail_first -= 1
+            return 503, {"error": "upstream connect error", "code": 14, "message": "unavailable"}
+        if path != f"/api/v1/applications/{self.app}/managed-resources":
+            # Without ?project= Argo CD answers 403 for an app that does not exist.
+            return 403, {"error": "permission denied", "code": 7, "message": "permission denied"}
+        group, kind = query.get("group", [""])[0], query.get("kind", [""])[0]
+        items = [i for i in self.items
+                 if (not group or i["group"] == group) and (not kind or i["kind"] == kind)]
+        return 200, {"items": items}
+
+
+def managed_item(live: dict[str, Any] | None, target: dict[str, Any] | None) -> dict[str, Any]:
+    """A ``v1alpha1ResourceDiff`` as argocd-server returns it (states are JSON strings)."""
+    obj = target or live or {}
+    meta = obj.get("metadata") or {}
+    return {
+        "group": "ray.io", "kind": "RayService", "version": "v1",
+        "namespace": meta.get("namespace", "default"), "name": meta["name"],
+        "liveState": json.dumps(live) if live is not None else "null",
+        "targetState": json.dumps(target) if target is not None else "null",
+        "normalizedLiveState": json.dumps(live) if live is not None else "null",
+        "predictedLiveState": json.dumps(target) if target is not None else "{}",
+        "hook": False, "modified": live != target,
+        "resourceVersion": (live or {}).get("metadata", {}).get("resourceVersion", ""),
+    }
+
+
+# -- objects ---------------------------------------------------------------------------------------
+
+
+def sample(name: str = "ray-service.stable-diffusion.yaml") -> dict[str, Any]:
+    return yaml.safe_load((DATA / name).read_text())
+
+
+def target_state(obj: dict[str, Any], app: str, namespace: str = "ml") -> dict[str, Any]:
+    """The Git object as Argo CD renders it: destination namespace and tracking annotation set."""
+    out = copy.deepcopy(obj)
+    meta = out.setdefault("metadata", {})
+    meta["namespace"] = namespace
+    meta.setdefault("annotations", {})["argocd.argoproj.io/tracking-id"] = \
+        f"{app}:ray.io/RayService:{namespace}/{meta['name']}"
+    return out
+
+
+def _default_pod_spec(spec: dict[str, Any]) -> None:
+    for c in spec.get("containers") or []:
+        for p in c.get("ports") or []:
+            p.setdefault("protocol", "TCP")
+
+
+def live_state(target: dict[str, Any], *, active: str, pending: str | None = None) -> dict[str, Any]:
+    """The stored object: CRD defaults filled by the API server, server metadata, status."""
+    out = copy.deepcopy(target)
+    rcc = out["spec"]["rayClusterConfig"]
+    _default_pod_spec(rcc["headGroupSpec"]["template"]["spec"])
+    for g in rcc.get("workerGroupSpecs") or []:
+        g.setdefault("numOfHosts", 1)
+        g.setdefault("replicas", 0)
+        g.setdefault("minReplicas", 0)
+        g.setdefault("maxReplicas", 2147483647)
+        _default_pod_spec(g["template"]["spec"])
+    meta = out["metadata"]
+    meta.update({
+        "uid": "5f0b2c8e-4a6e-4c1d-9b63-0d7f3c1e9a41", "resourceVersion": "48213977", "generation": 3,
+        "creationTimestamp": "2026-07-30T09:12:44Z", "finalizers": ["ray.io/rayservice-finalizer"],
+        "managedFields": [
+            {"manager": "argocd-controller", "operation": "Apply", "apiVersion": "ray.io/v1",
+             "time": "2026-08-20T11:02:03Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}},
+            {"manager": "kuberay-operator", "operation": "Update", "apiVersion": "ray.io/v1",
+             "time": "2026-08-20T11:05:41Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}},
+             "subresource": "status"},
+        ],
+    })
+    meta.setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = \
+        json.dumps(target, separators=(",", ":"))
+    status: dict[str, Any] = {
+        "activeServiceStatus": {
+            "rayClusterName": active,
+            "applicationStatuses": {"stable_diffusion": {"status": "RUNNING",
+                                                         "healthLastUpdateTime": "2026-08-20T11:05:41Z"}},
+            "rayClusterStatus": {"state": "ready", "readyWorkerReplicas": 1},
+        },
+        "pendingServiceStatus": {},
+        "conditions": [{"type": "Ready", "status": "True", "reason": "NonZeroServeEndpoints",
+                        "lastTransitionTime": "2026-08-20T11:05:41Z", "message": "",
+                        "observedGeneration": 3}],
+        "observedGeneration": 3, "serviceStatus": "Running", "numServeEndpoints": 1,
+    }
+    if pending:
+        status["pendingServiceStatus"] = {"rayClusterName": pending}
+        status["conditions"].append({"type": "UpgradeInProgress", "status": "True",
+                                     "reason": "BothActivePendingClustersExist"})
+    out["status"] = status
+    return out
+
+
+def raycluster(live_rs: dict[str, Any], name: str, replicas: dict[str, int] | None = None
+               ) -> dict[str, Any]:
+    """The RayCluster KubeRay created from the live RayService (autoscaled replicas applied)."""
+    rs_meta = live_rs["metadata"]
+    spec = copy.deepcopy(live_rs["spec"]["rayClusterConfig"])
+    for g in spec.get("workerGroupSpecs") or []:
+        if replicas and g["groupName"] in replicas:
+            g["replicas"] = replicas[g["groupName"]]
+    return {
+        "apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {
+            "name": name, "namespace": rs_meta["namespace"], "uid": "7d4c1e2a-0b9f-4f3e-8c55-2a6b9e0c1d77",
+            "resourceVersion": "48213001", "generation": 5, "creationTimestamp": "2026-08-20T11:02:10Z",
+            "labels": {"ray.io/originated-from-cr-name": rs_meta["name"],
+                       "ray.io/originated-from-crd": "RayService"},
+            "annotations": {"ray.io/hash-without-replicas-and-workers-to-delete":
+                            "8XN3WUD8B0AKQ3MDLD5BQTT5R6",
+                            "ray.io/num-worker-groups": str(len(spec.get("workerGroupSpecs") or [])),
+                            "ray.io/kuberay-version": "v1.7.0"},
+            "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayService", "name": rs_meta["name"],
+                                 "uid": rs_meta.get("uid", ""), "controller": True,
+                                 "blockOwnerDeletion": True}],
+        },
+        "spec": spec,
+        "status": {"state": "ready", "readyWorkerReplicas": sum((replicas or {}).values()),
+                   "desiredGPU": "1",
+                   "head": {"podName": f"{name}-head-x7k2p", "serviceName": f"{name}-head-svc"}},
+    }
+
+
+def node(name: str, *, gpus: int = 0, cpu: str = "32", memory: str = "128Gi",
+         labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
+         ready: bool = True) -> dict[str, Any]:
+    allocatable = {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "95Gi"}
+    if gpus:
+        allocatable["nvidia.com/gpu"] = str(gpus)
+    return {
+        "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1",
+                     "creationTimestamp": "2026-06-01T00:00:00Z",
+                     "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                **(labels or {})}},
+        "spec": {"podCIDR": "10.244.1.0/24", "providerID": f"kind://docker/kind/{name}",
+                 **({"taints": taints} if taints else {})},
+        "status": {"capacity": dict(allocatable), "allocatable": allocatable,
+                   "conditions": [{"type": "MemoryPressure", "status": "False",
+                                   "reason": "KubeletHasSufficientMemory"},
+                                  {"type": "Ready", "status": "True" if ready else "False",
+                                   "reason": "KubeletReady" if ready else "KubeletNotReady"}],
+                   "nodeInfo": {"kubeletVersion": "v1.32.2", "containerRuntimeVersion": "containerd://2.0.3"}},
+    }
+
+
+def pod(name: str, namespace: str, node_name: str | None, *, gpus: int = 0, cpu: str = "1",
+        phase: str = "Running", labels: dict[str, str] | None = None,
+        tolerations: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    resources: dict[str, Any] = {"requests": {"cpu": cpu, "memory": "1Gi"}, "limits": {"memory": "1Gi"}}
+    if gpus:
+        resources["limits"]["nvidia.com/gpu"] = str(gpus)  # extended resources: limits only is usual
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "image": "busybox", "resources": resources}],
+        "restartPolicy": "Always", "schedulerName": "default-scheduler",
+        "tolerations": tolerations or [],
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
+                         "labels": labels or {}},
+            "spec": spec, "status": {"phase": phase, "qosClass": "Burstable"}}
+
+
+# -- Kubernetes ------------------------------------------------------------------------------------
+
+
+def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+@dataclass
+class Kubernetes:
+    """The RayService/RayCluster, node and pod endpoints the official client calls."""
+
+    rayservices: list[dict[str, Any]] = field(default_factory=list)
+    rayclusters: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    token: str = KUBE_TOKEN
+    forbidden: tuple[str, ...] = ()  # path prefixes answered 403
+    requests: list[str] = field(default_factory=list)
+
+    def __call__(self, method: str, path: str, query: dict[str, list[str]], headers: Any
+                 ) -> tuple[int, Any]:
+        self.requests.append(path + ("?" + "&".join(f"{k}={v[0]}" for k, v in sorted(query.items()))
+                                     if query else ""))
+        if headers.get("Authorization") != f"Bearer {self.token}":
+            return 401, _status(401, "Unauthorized", "Unauthorized")
+        if any(path.startswith(p) for p in self.forbidden):
+            return 403, _status(403, "Forbidden", f'nodes is forbidden: User "system:serviceaccount:ml:'
+                                f'rayservice-impact-presync" cannot list resource at {path}')
+        parts = path.strip("/").split("/")
+        if path == "/api/v1/nodes":
+            return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "900"},
+                         "items": self.nodes}
+        if path == "/api/v1/pods":
+            items = self.pods
+            selector = query.get("fieldSelector", [""])[0]
+            for term in filter(None, selector.split(",")):
+                key, _, value = term.partition("!=")
+                if key == "status.phase":
+                    items = [p for p in items if p["status"]["phase"] != value]
+            return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "901"},
+                         "items": items}
+        if parts[:3] == ["apis", "ray.io", "v1"] and len(parts) >= 6 and parts[3] == "namespaces":
+            namespace, plural = parts[4], parts[5]
+            pool = {"rayservices": self.rayservices, "rayclusters": self.rayclusters}.get(plural)
+            if pool is None:
+                return 404, _status(404, "NotFound", "the server could not find the requested resource")
+            in_ns = [o for o in pool if o["metadata"]["namespace"] == namespace]
+            if len(parts) == 7:
+                found = next((o for o in in_ns if o["metadata"]["name"] == parts[6]), None)
+                if found is None:
+                    return 404, _status(404, "NotFound", f'{plural}.ray.io "{parts[6]}" not found')
+                return 200, found
+            selector = query.get("labelSelector", [""])[0]
+            for term in filter(None, selector.split(",")):
+                key, _, value = term.partition("=")
+                in_ns = [o for o in in_ns if (o["metadata"].get("labels") or {}).get(key) == value]
+            kind = "RayServiceList" if plural == "rayservices" else "RayClusterList"
+            return 200, {"apiVersion": "ray.io/v1", "kind": kind,
+                         "metadata": {"resourceVersion": "902", "continue": ""}, "items": in_ns}
+        return 404, _status(404, "NotFound", "the server could not find the requested resource")
+
+
+def write_kubeconfig(path: Path, server: str, token: str = KUBE_TOKEN) -> Path:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "standin",
+        "clusters": [{"name": "standin", "cluster": {"server": server}}],
+        "users": [{"name": "presync", "user": {"token": token}}],
+        "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "presync",
+                                                     "namespace": "ml"}}],
+    }))
+    return path
