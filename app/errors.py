@@ -89,6 +89,8 @@ def error_for(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
         return 422, error_body(exc.code, str(exc)), {}
     if isinstance(exc, ManagedResourcesError):
         return 422, error_body("invalid-managed-resources", str(exc)), {}
+    if isinstance(exc, RecursionError):  # JSON, pickling or the core on absurdly nested input
+        return 422, error_body("too-deep", "the input is nested too deeply to analyse"), {}
     if isinstance(exc, UnicodeError):  # a lone surrogate ("\ud800" in JSON) reaching the YAML reader
         return 422, error_body("invalid-text", f"a text is not valid Unicode: {exc}"), {}
     if isinstance(exc, RequestValidationError):

@@ -90,6 +90,25 @@ async def answer(request: Request, service: Service, key: bytes, job: dict[str, 
     return Response(result["body"], status_code=result["status"], media_type=result["media_type"])
 
 
+def _trimmed(body: ManagedResourcesRequest) -> dict[str, Any]:
+    """Only the fields the conversion reads: flat strings, cheap to pickle whatever else was sent."""
+    fields = ("group", "kind", "namespace", "name", "liveState", "targetState")
+    return {"items": [{k: getattr(item, k) for k in fields if getattr(item, k) is not None}
+                      for item in body.items or ()]}
+
+
+def _check_depth(name: str, value: Any, limit: int = 64) -> None:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            raise InvalidRequest(f"{name}: nested deeper than {limit} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+
+
 def _digest(*parts: bytes) -> bytes:
     h = hashlib.blake2b(digest_size=20)
     for part in parts:
@@ -114,6 +133,7 @@ async def analyze(request: Request, service: ServiceDep, format: Format = "json"
         body: AnalyzeRequest = validate(AnalyzeRequest, value)
         _check_text("before", body.before)
         _check_text("after", body.after)
+        _check_depth("policy", body.policy)
         job = _job(service, format, body.kuberayVersion, before=body.before, after=body.after,
                    headroom=body.headroom, policy=body.policy if body.policy is not None else service.policy)
     else:
@@ -129,8 +149,8 @@ async def argocd_managed_resources(request: Request, service: ServiceDep, format
     raw, value = await read_json(request)
     key = _digest(b"argocd", format.encode(), (kuberayVersion or "").encode(), raw)
     if service.cache.get(key) is None:
-        validate(ManagedResourcesRequest, value)
-        job = _job(service, format, kuberayVersion, managed=value, sources=("live", "target"))
+        managed: ManagedResourcesRequest = validate(ManagedResourcesRequest, value)
+        job = _job(service, format, kuberayVersion, managed=_trimmed(managed), sources=("live", "target"))
     else:
         job = {}
     return await answer(request, service, key, job)
