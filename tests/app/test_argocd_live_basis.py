@@ -1,0 +1,164 @@
+"""The live basis computed from Kubernetes objects (pure parts, and with a fake reader)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import diffing
+from app.live import accelerator_headroom, free_accelerators, node_accepts, read_live_basis, tolerates
+
+try:
+    from . import argocd_standins as s
+except ImportError:  # tests/app is not a package
+    import argocd_standins as s  # type: ignore[no-redef]
+
+TAINT = {"key": "ray.io/node-type", "value": "worker", "effect": "NoSchedule"}
+TOL = {"key": "ray.io/node-type", "operator": "Equal", "value": "worker", "effect": "NoSchedule"}
+
+
+def worker(rs: dict[str, Any]) -> dict[str, Any]:
+    return rs["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]
+
+
+def rayservice(gpus: int = 1, **pod_spec: Any) -> dict[str, Any]:
+    rs = s.target_state(s.sample(), "app")
+    spec = worker(rs)
+    spec["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
+    spec["tolerations"] = []  # the sample tolerates the GPU taint; tests choose
+    spec.update(pod_spec)
+    return rs
+
+
+def test_tolerates_matches_key_value_and_effect() -> None:
+    assert tolerates(TOL, TAINT)
+    assert tolerates({"operator": "Exists"}, TAINT)
+    assert tolerates({"key": "ray.io/node-type", "operator": "Exists"}, TAINT)
+    assert not tolerates(dict(TOL, value="head"), TAINT)
+    assert not tolerates(dict(TOL, effect="NoExecute"), TAINT)
+    assert not tolerates({"key": "", "operator": "Equal"}, TAINT)
+
+
+def test_node_accepts_selector_affinity_taints_and_readiness() -> None:
+    gpu = s.node("g1", gpus=4, labels={"pool": "l4", "zone": "a"}, taints=[TAINT])
+    assert node_accepts(gpu, {"tolerations": [TOL], "nodeSelector": {"pool": "l4"}})
+    assert not node_accepts(gpu, {"nodeSelector": {"pool": "l4"}})  # taint not tolerated
+    assert not node_accepts(gpu, {"tolerations": [TOL], "nodeSelector": {"pool": "a100"}})
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
+        {"matchExpressions": [{"key": "pool", "operator": "NotIn", "values": ["a100"]},
+                              {"key": "zone", "operator": "Exists"}]}]}}}
+    assert node_accepts(gpu, {"tolerations": [TOL], "affinity": affinity})
+    affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"].pop()
+    assert not node_accepts(gpu, {"tolerations": [TOL], "affinity": affinity})
+    assert not node_accepts(s.node("g2", gpus=4, ready=False), {})
+    cordoned = s.node("g3", gpus=4)
+    cordoned["spec"]["unschedulable"] = True
+    assert not node_accepts(cordoned, {})
+    soft = s.node("g4", gpus=4, taints=[dict(TAINT, effect="PreferNoSchedule")])
+    assert node_accepts(soft, {})
+
+
+def test_free_accelerators_subtracts_bound_pods_only() -> None:
+    nodes = [s.node("g1", gpus=8), s.node("c1")]
+    pods = [s.pod("a", "ml", "g1", gpus=3), s.pod("b", "ml", "g1", gpus=1, phase="Succeeded"),
+            s.pod("c", "ml", None, gpus=2, phase="Pending"), s.pod("d", "ml", "c1")]
+    assert free_accelerators(nodes, pods) == {"g1": {"nvidia.com/gpu": 5}, "c1": {}}
+
+
+def test_accelerator_headroom_counts_whole_pods_per_node() -> None:
+    # 2 + 3 free GPUs: a 4-GPU pod fits nowhere, 2-GPU pods fit 1 + 1 times.
+    nodes = [s.node("g1", gpus=4), s.node("g2", gpus=4)]
+    pods = [s.pod("a", "x", "g1", gpus=2), s.pod("b", "x", "g2", gpus=1)]
+    assert accelerator_headroom(rayservice(4), nodes, pods) == {"nvidia.com/gpu": 0}
+    assert accelerator_headroom(rayservice(2), nodes, pods) == {"nvidia.com/gpu": 4}
+    assert accelerator_headroom(rayservice(1), nodes, pods) == {"nvidia.com/gpu": 5}
+
+
+def test_accelerator_headroom_only_on_nodes_the_pods_fit() -> None:
+    nodes = [s.node("tainted", gpus=8, taints=[TAINT]), s.node("open", gpus=2, labels={"pool": "l4"})]
+    assert accelerator_headroom(rayservice(1), nodes, []) == {"nvidia.com/gpu": 2}
+    assert accelerator_headroom(rayservice(1, tolerations=[TOL]), nodes, []) == {"nvidia.com/gpu": 10}
+    assert accelerator_headroom(rayservice(1, tolerations=[TOL], nodeSelector={"pool": "l4"}), nodes, []) == \
+        {"nvidia.com/gpu": 2}
+
+
+def test_accelerator_headroom_subtracts_pending_pods_that_compete() -> None:
+    nodes = [s.node("g1", gpus=4)]
+    waiting = s.pod("pending-worker", "ml", None, gpus=1, phase="Pending")
+    elsewhere = s.pod("elsewhere", "ml", None, gpus=1, phase="Pending")
+    elsewhere["spec"]["nodeSelector"] = {"pool": "other"}
+    assert accelerator_headroom(rayservice(1), nodes, [waiting, elsewhere]) == {"nvidia.com/gpu": 3}
+
+
+def test_accelerator_headroom_empty_for_cpu_only_rayservice() -> None:
+    rs = rayservice()
+    worker(rs)["containers"][0]["resources"] = {}
+    assert accelerator_headroom(rs, [s.node("g1", gpus=4)], []) == {}
+
+
+class FakeReader:
+    def __init__(self, kube: s.Kubernetes) -> None:
+        self.kube = kube
+        self.calls: list[str] = []
+
+    def _find(self, pool: list[dict[str, Any]], namespace: str, name: str) -> dict[str, Any] | None:
+        return next((o for o in pool if o["metadata"]["namespace"] == namespace
+                     and o["metadata"]["name"] == name), None)
+
+    def get_rayservice(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.calls.append(f"rs {name}")
+        return self._find(self.kube.rayservices, namespace, name)
+
+    def get_raycluster(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.calls.append(f"rc {name}")
+        return self._find(self.kube.rayclusters, namespace, name)
+
+    def list_rayclusters(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        self.calls.append(f"list rc {label_selector}")
+        key, _, value = label_selector.partition("=")
+        return [c for c in self.kube.rayclusters if c["metadata"]["labels"].get(key) == value]
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        self.calls.append("nodes")
+        return self.kube.nodes
+
+    def list_active_pods(self) -> list[dict[str, Any]]:
+        self.calls.append("pods")
+        return self.kube.pods
+
+
+def test_read_live_basis_finds_active_cluster_by_label_without_status() -> None:
+    live = s.live_state(s.target_state(s.sample(), "app"), active="sd-old")
+    live["status"] = {}
+    newer = s.raycluster(live, "sd-pending", {"gpu-group": 9})
+    newer["metadata"]["creationTimestamp"] = "2026-08-21T00:00:00Z"
+    kube = s.Kubernetes([live], [newer, s.raycluster(live, "sd-old", {"gpu-group": 2})],
+                        [s.node("g1", gpus=4, taints=[TAINT])], [])
+    reader = FakeReader(kube)
+    basis = read_live_basis(reader, ["ml/stable-diffusion"])  # type: ignore[arg-type]
+    assert basis == {"ml/stable-diffusion": diffing.LiveCluster(
+        active_cluster="sd-old", worker_replicas={"gpu-group": 2}, headroom={"nvidia.com/gpu": 4})}
+    assert "list rc ray.io/originated-from-cr-name=stable-diffusion" in reader.calls
+
+
+def test_read_live_basis_user_headroom_wins_and_skips_nodes_for_cpu_only() -> None:
+    base = s.sample()
+    worker(base)["containers"][0]["resources"] = {}
+    live = s.live_state(s.target_state(base, "app"), active="sd-1")
+    reader = FakeReader(s.Kubernetes([live], [s.raycluster(live, "sd-1")]))
+    basis = read_live_basis(reader, ["ml/stable-diffusion"], headroom={"cpu": "8"})  # type: ignore[arg-type]
+    assert basis["ml/stable-diffusion"].headroom == {"cpu": "8"}
+    assert "nodes" not in reader.calls and "pods" not in reader.calls
+
+
+def test_read_live_basis_target_spec_chooses_nodes() -> None:
+    live = s.live_state(s.target_state(s.sample(), "app"), active="sd-1")
+    target = copy.deepcopy(live)
+    worker(target)["nodeSelector"] = {"pool": "a100"}
+    nodes = [s.node("l4", gpus=4, taints=[TAINT]), s.node("a100", gpus=8, labels={"pool": "a100"},
+                                                           taints=[TAINT])]
+    reader = FakeReader(s.Kubernetes([live], [s.raycluster(live, "sd-1")], nodes))
+    basis = read_live_basis(reader, ["ml/stable-diffusion"],  # type: ignore[arg-type]
+                            targets={"ml/stable-diffusion": target})
+    assert basis["ml/stable-diffusion"].headroom == {"nvidia.com/gpu": 8}
