@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     analysis_workers: int = Field(default=2, ge=1, le=64)
     analysis_queue: int = Field(default=32, ge=1)
     log_level: str = "info"
+    # GitHub flow tuning (issue 4; not in the contract's table; safe defaults).
+    github_workers: int = Field(default=4, ge=1, le=64)
+    github_max_pending: int = Field(default=1000, ge=1)
+    github_retry_budget_seconds: float = Field(default=120.0, ge=0)
+    github_write_interval_seconds: float = Field(default=1.0, ge=0)
     analysis_executor: Literal["process", "thread"] = "process"
     analysis_cache_entries: int = Field(default=256, ge=0)
 

@@ -1,10 +1,190 @@
-"""GitHub webhook intake (issue 4). Placeholder until the GitHub integration lands."""
+"""``POST /webhooks/github``: signed pull_request events in, analysis in the background.
+
+The signature (``X-Hub-Signature-256``, HMAC-SHA256 of the raw body) is checked before
+anything else; nothing is parsed, logged or called for a request that fails it. Accepted
+events are answered 202 at once and handed to :class:`app.github.dispatch.Dispatcher`.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 
-def build_router(settings: Any, **_: Any) -> Any:
-    """The /webhooks/github router, or None while the integration is not built."""
-    return None
+from app.clients.github import AppAuth, GitHubClient, GitHubError, RetryPolicy, static_token
+from app.github.change import PayloadError, PullRequest
+from app.github.dispatch import Dispatcher
+from app.github.flow import AnalysisOptions, Outcome, run_pull_request
+
+log = logging.getLogger(__name__)
+
+ANALYSED_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
+
+
+def signature_for(secret: bytes, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def is_valid_signature(secret: bytes, body: bytes, header: str | None) -> bool:
+    if not header:
+        return False
+    return hmac.compare_digest(signature_for(secret, body).encode(), header.strip().encode())
+
+
+def should_analyse(event: str, payload: dict[str, Any]) -> tuple[bool, str]:
+    """(analyse?, why not) for one delivery."""
+    if event != "pull_request":
+        return False, f"event {event!r} is not analysed"
+    action = payload.get("action")
+    if action in ANALYSED_ACTIONS:
+        return True, ""
+    if action == "edited" and isinstance(payload.get("changes"), dict) and "base" in payload["changes"]:
+        return True, ""
+    return False, f"pull_request action {action!r} is not analysed"
+
+
+# Tuning knobs, overridable as RAYSERVICE_IMPACT_<NAME> once Settings declares them.
+TUNING = {"analysis_timeout_seconds": 10.0, "github_workers": 4, "github_max_pending": 1000,
+          "github_retry_budget_seconds": 120.0, "github_write_interval_seconds": 1.0}
+
+
+def _tuning(settings: Any, name: str) -> Any:
+    value = getattr(settings, name, None)
+    return TUNING[name] if value is None else value
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+class GitHubService:
+    """Credentials, the shared HTTP client and the dispatcher of one server."""
+
+    def __init__(self, settings: Any, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.settings = settings
+        self.secret = settings.github_webhook_secret.get_secret_value().encode()
+        self.max_body = int(getattr(settings, "max_body_bytes", 5 * 1024 * 1024))
+        self.options = AnalysisOptions(kuberay_version=settings.kuberay_version,
+                                       policy=settings.load_policy(),
+                                       timeout=float(_tuning(settings, "analysis_timeout_seconds")))
+        self.retry = RetryPolicy(budget=float(_tuning(settings, "github_retry_budget_seconds")),
+                                 write_interval=float(_tuning(settings, "github_write_interval_seconds")))
+        self.app_auth: AppAuth | None = None
+        if settings.github_app_id and settings.github_app_private_key_file:
+            self.app_auth = AppAuth.from_file(settings.github_app_id, settings.github_app_private_key_file)
+        self.token = settings.github_token.get_secret_value() if settings.github_token else None
+        if self.app_auth is None and self.token is None:
+            log.warning("github: no RAYSERVICE_IMPACT_GITHUB_TOKEN or App credentials; "
+                        "pull requests will be analysed but nothing can be posted")
+        self.transport = transport
+        self.gh: GitHubClient | None = None
+        self.dispatcher = Dispatcher(self._run, workers=int(_tuning(settings, "github_workers")),
+                                     max_pending=int(_tuning(settings, "github_max_pending")))
+
+    @asynccontextmanager
+    async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
+        async with httpx.AsyncClient(transport=self.transport, timeout=httpx.Timeout(30.0),
+                                     follow_redirects=True) as http:
+            self.gh = GitHubClient(http, self.settings.github_api_url, None, retry=self.retry)
+            await self.dispatcher.start()
+            app.state.github = self
+            try:
+                yield
+            finally:
+                await self.dispatcher.stop()
+                self.gh = None
+
+    async def _run(self, pr: PullRequest, is_current: Any) -> Outcome:
+        assert self.gh is not None
+        try:
+            gh = await self._client_for(pr)
+        except GitHubError as exc:
+            log.error("github %s: cannot authenticate as the App installation: %s", pr.full_name, exc)
+            return Outcome("failed", retryable=True)
+        return await run_pull_request(gh, pr, self.options, check_run=self.app_auth is not None,
+                                      is_current=is_current)
+
+    async def _client_for(self, pr: PullRequest) -> GitHubClient:
+        assert self.gh is not None
+        if self.app_auth is not None:
+            installation = (pr.installation_id
+                            or await self.app_auth.installation_id(self.gh, pr.owner, pr.repo))
+            return self.gh.with_token(self.app_auth.installation_token(self.gh, installation))
+        return self.gh.with_token(static_token(self.token) if self.token else None)
+
+    async def handle(self, request: Request) -> Response:
+        body = await _read_limited(request, self.max_body)
+        if body is None:
+            return _error(413, "body-too-large", f"the body is over {self.max_body} bytes")
+        if not is_valid_signature(self.secret, body, request.headers.get("x-hub-signature-256")):
+            return _error(401, "invalid-signature", "missing or wrong X-Hub-Signature-256")
+        event = request.headers.get("x-github-event", "")
+        delivery = request.headers.get("x-github-delivery", "")
+        if event == "ping":
+            return JSONResponse({"status": "pong"}, status_code=200)
+        if not event:
+            return _error(400, "missing-event", "no X-GitHub-Event header")
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return _error(400, "malformed-json", "the body is not JSON")
+        if not isinstance(payload, dict):
+            return _error(400, "malformed-json", "the body is not a JSON object")
+        analyse, why = should_analyse(event, payload)
+        if not analyse:
+            if event == "pull_request" and payload.get("action") == "closed":
+                try:
+                    self.dispatcher.forget(PullRequest.from_payload(payload))
+                except PayloadError:
+                    pass
+            return JSONResponse({"status": "ignored", "reason": why}, status_code=202)
+        try:
+            pr = PullRequest.from_payload(payload)
+        except PayloadError as exc:
+            return _error(400, "invalid-payload", str(exc))
+        result = self.dispatcher.submit(pr)
+        log.info("github delivery %s: %s %s %s head %s -> %s", delivery[:64], event, payload.get("action"),
+                 pr.full_name, pr.head_sha[:7], result)
+        if result == "busy":
+            return _error(503, "busy", "too many pull requests waiting; redeliver later")
+        return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
+
+
+async def _read_limited(request: Request, limit: int) -> bytes | None:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def build_router(settings: Any, **kwargs: Any) -> APIRouter | None:
+    """The /webhooks/github router, or None when RAYSERVICE_IMPACT_GITHUB_WEBHOOK_SECRET is unset
+    (the contract: no unsigned webhooks, ever). ``transport`` may be passed for tests."""
+    secret = getattr(settings, "github_webhook_secret", None)
+    if secret is None or not secret.get_secret_value():
+        log.info("github: RAYSERVICE_IMPACT_GITHUB_WEBHOOK_SECRET is unset; /webhooks/github is disabled")
+        return None
+    service = GitHubService(settings, transport=kwargs.get("transport"))
+    router = APIRouter(lifespan=service.lifespan)
+
+    @router.post("/webhooks/github", include_in_schema=True, status_code=202, tags=["github"])
+    async def github_webhook(request: Request) -> Response:
+        """GitHub webhook: signed pull_request events are analysed in the background."""
+        return await service.handle(request)
+
+    router.service = service  # type: ignore[attr-defined]
+    return router

@@ -1,0 +1,303 @@
+"""An async GitHub REST client: the endpoints of the contract's GitHub flow, retries, App auth.
+
+Errors (``UpstreamError`` family, :mod:`app.clients.upstream`)::
+
+    GitHubError                 any answer we cannot use (status, method, path; never a token)
+    ├── GitHubNotFound          404 that outlived the brief eventual-consistency retry
+    └── GitHubRetryExhausted    5xx / rate limits / transport errors past the retry budget
+
+Retries (one policy for every call): 5xx and transport errors back off exponentially;
+403/429 rate limits wait for ``Retry-After`` or ``x-ratelimit-reset`` (a secondary limit
+without either waits ``secondary_wait``); a 404 on a call marked ``retry_404`` (data that
+may not be replicated yet right after a webhook) is retried a few times. All waits come out
+of one total budget per call; a wait that does not fit ends the call at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import jwt
+
+from .upstream import UpstreamError
+
+log = logging.getLogger(__name__)
+
+RAW = "application/vnd.github.raw+json"
+JSON = "application/vnd.github+json"
+API_VERSION = "2022-11-28"
+USER_AGENT = "rayservice-impact"
+STATUS_CONTEXT = "rayservice-impact"
+
+
+class GitHubError(UpstreamError):
+    """GitHub answered something we cannot use."""
+
+    service = "github"
+
+    def __init__(self, method: str, path: str, status: int | None, detail: str = "") -> None:
+        what = f"HTTP {status}" if status is not None else "no answer"
+        super().__init__(f"GitHub {method} {path}: {what}" + (f": {detail}" if detail else ""), status=status)
+        self.method, self.path, self.detail = method, path, detail
+
+
+class GitHubNotFound(GitHubError):
+    """404: the object does not exist (or is not visible to these credentials)."""
+
+
+class GitHubRetryExhausted(GitHubError):
+    """The retry budget ran out on 5xx answers, rate limits or transport errors."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    budget: float = 120.0          # total seconds one call may spend waiting
+    max_attempts: int = 8
+    backoff: float = 0.5           # first 5xx wait, doubled each time
+    max_backoff: float = 30.0
+    secondary_wait: float = 60.0   # GitHub: "wait at least one minute" without a hint
+    not_found_waits: tuple[float, ...] = (0.5, 1.0, 2.0)
+    write_interval: float = 1.0    # GitHub: at least 1 s between mutating requests
+
+
+# -- authentication ---------------------------------------------------------------------------
+
+TokenSource = Callable[[bool], Awaitable[str]]   # (refresh) -> "Bearer ..." header value
+
+
+def static_token(token: str) -> TokenSource:
+    async def source(refresh: bool) -> str:
+        return f"Bearer {token}"
+    return source
+
+
+def create_app_jwt(app_id: str, private_key_pem: str | bytes, now: float | None = None) -> str:
+    """An RS256 JWT for the App: issued 60 s in the past (clock drift), expiring 9 min from now."""
+    issued = int(now if now is not None else time.time())
+    claims = {"iat": issued - 60, "exp": issued + 540, "iss": str(app_id)}
+    return jwt.encode(claims, private_key_pem, algorithm="RS256")
+
+
+class AppAuth:
+    """GitHub App credentials: JWT -> installation tokens, cached until shortly before expiry
+    (``clock`` drives the cache only)."""
+
+    REFRESH_MARGIN = 300.0  # seconds before ``expires_at`` a token is renewed
+
+    def __init__(self, app_id: str, private_key_pem: str | bytes, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.app_id, self._key, self._clock = app_id, private_key_pem, clock
+        self._tokens: dict[int, tuple[str, float]] = {}
+        self._installations: dict[str, int] = {}
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def from_file(cls, app_id: str, key_file: Path | str) -> AppAuth:
+        return cls(app_id, Path(key_file).read_bytes())
+
+    def app_token(self) -> TokenSource:
+        async def source(refresh: bool) -> str:
+            return f"Bearer {create_app_jwt(self.app_id, self._key)}"  # GitHub checks it against real time
+        return source
+
+    async def installation_id(self, gh: GitHubClient, owner: str, repo: str) -> int:
+        key = f"{owner}/{repo}".lower()
+        if key not in self._installations:
+            app = gh.with_token(self.app_token())
+            data = (await app.request("GET", f"/repos/{_q(owner)}/{_q(repo)}/installation")).json()
+            self._installations[key] = int(data["id"])
+        return self._installations[key]
+
+    def installation_token(self, gh: GitHubClient, installation_id: int) -> TokenSource:
+        async def source(refresh: bool) -> str:
+            async with self._lock:
+                cached = self._tokens.get(installation_id)
+                if refresh or cached is None or cached[1] - self._clock() < self.REFRESH_MARGIN:
+                    app = gh.with_token(self.app_token())
+                    resp = await app.request("POST", f"/app/installations/{installation_id}/access_tokens")
+                    data = resp.json()
+                    cached = (data["token"], _parse_time(data.get("expires_at"), self._clock() + 3600))
+                    self._tokens[installation_id] = cached
+                return f"Bearer {cached[0]}"
+        return source
+
+
+def _parse_time(value: Any, default: float) -> float:
+    if not isinstance(value, str):
+        return default
+    try:
+        return email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        pass
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return default
+
+
+def _q(segment: str) -> str:
+    return quote(segment, safe="")
+
+
+# -- the client -------------------------------------------------------------------------------
+
+class GitHubClient:
+    """Calls GitHub's REST API under ``base_url`` (``https://api.github.com`` or GHES
+    ``https://HOST/api/v3``) on a shared ``httpx.AsyncClient``."""
+
+    def __init__(self, http: httpx.AsyncClient, base_url: str, token: TokenSource | None, *,
+                 retry: RetryPolicy | None = None, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 clock: Callable[[], float] = time.time, _writes: _WriteGate | None = None) -> None:
+        self.http, self.base_url, self.token = http, base_url.rstrip("/"), token
+        self.retry = retry or RetryPolicy()
+        self._sleep, self._clock = sleep, clock
+        self._writes = _writes or _WriteGate(self.retry.write_interval, sleep, clock)
+
+    def with_token(self, token: TokenSource | None) -> GitHubClient:
+        return GitHubClient(self.http, self.base_url, token, retry=self.retry, sleep=self._sleep,
+                            clock=self._clock, _writes=self._writes)
+
+    # -- transport with retries -----------------------------------------------------------------
+    async def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
+                      json: Any = None, accept: str = JSON, retry_404: bool = False) -> httpx.Response:
+        url = path if path.startswith(("http://", "https://")) else self.base_url + path
+        shown = httpx.URL(url).path
+        spent, attempt, refreshed = 0.0, 0, False
+        not_found_waits = list(self.retry.not_found_waits) if retry_404 else []
+        while True:
+            attempt += 1
+            headers = {"Accept": accept, "X-GitHub-Api-Version": API_VERSION, "User-Agent": USER_AGENT}
+            if self.token is not None:
+                headers["Authorization"] = await self.token(refreshed)
+            if method != "GET":
+                await self._writes.wait()
+            try:
+                resp = await self.http.request(method, url, params=params, json=json, headers=headers)
+            except httpx.TransportError as exc:
+                wait, why, resp = self._backoff(attempt), type(exc).__name__, None
+            else:
+                if resp.status_code < 400:
+                    return resp
+                if resp.status_code == 401 and self.token is not None and not refreshed:
+                    refreshed = True  # an expired installation token: mint a new one once
+                    continue
+                if resp.status_code == 404 and not_found_waits:
+                    wait, why = not_found_waits.pop(0), "404 (not replicated yet?)"
+                else:
+                    wait, why = self._wait_for(resp, attempt)
+                if wait is None:
+                    cls = GitHubNotFound if resp.status_code == 404 else GitHubError
+                    raise cls(method, shown, resp.status_code, _message(resp))
+            if attempt >= self.retry.max_attempts or spent + wait > self.retry.budget:
+                raise GitHubRetryExhausted(method, shown, resp.status_code if resp is not None else None,
+                                           f"gave up after {attempt} attempts ({why})")
+            log.warning("github %s %s: %s; retrying in %.1fs", method, shown, why, wait)
+            spent += wait
+            await self._sleep(wait)
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.retry.backoff * 2 ** (attempt - 1), self.retry.max_backoff)
+
+    def _wait_for(self, resp: httpx.Response, attempt: int) -> tuple[float | None, str]:
+        """How long to wait before retrying ``resp`` (None: do not retry)."""
+        status, h = resp.status_code, resp.headers
+        if status >= 500:
+            return self._backoff(attempt), f"HTTP {status}"
+        if status not in (403, 429):
+            return None, ""
+        if "retry-after" in h:
+            try:
+                return max(0.0, float(h["retry-after"])), f"rate limited (retry-after {h['retry-after']})"
+            except ValueError:
+                reset = _parse_time(h["retry-after"], self._clock() + self.retry.secondary_wait)
+                return max(0.0, reset - self._clock()), "rate limited (retry-after date)"
+        if h.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in h:
+            try:
+                return max(0.0, float(h["x-ratelimit-reset"]) - self._clock()) + 1.0, "primary rate limit"
+            except ValueError:
+                pass
+        if status == 429 or "rate limit" in _message(resp).lower():
+            return max(self.retry.secondary_wait, self._backoff(attempt)), "secondary rate limit"
+        return None, ""  # a plain 403: missing permission, do not hammer
+
+    async def paginate(self, path: str, params: dict[str, Any] | None = None, *,
+                       retry_404: bool = False) -> AsyncIterator[Any]:
+        """Every item of a list endpoint, following ``Link: <...>; rel="next"``."""
+        url: str | None = path
+        query: dict[str, Any] | None = {"per_page": 100, **(params or {})}
+        while url:
+            resp = await self.request("GET", url, params=query, retry_404=retry_404)
+            for item in resp.json():
+                yield item
+            url, query = resp.links.get("next", {}).get("url"), None
+
+    # -- endpoints ------------------------------------------------------------------------------
+    def pull_files(self, owner: str, repo: str, number: int) -> AsyncIterator[dict[str, Any]]:
+        return self.paginate(f"/repos/{_q(owner)}/{_q(repo)}/pulls/{number}/files", retry_404=True)
+
+    async def file_text(self, owner: str, repo: str, path: str, ref: str) -> str:
+        resp = await self.request("GET", f"/repos/{_q(owner)}/{_q(repo)}/contents/{quote(path, safe='/')}",
+                                  params={"ref": ref}, accept=RAW, retry_404=True)
+        return resp.content.decode("utf-8", errors="replace")
+
+    def issue_comments(self, owner: str, repo: str, number: int) -> AsyncIterator[dict[str, Any]]:
+        return self.paginate(f"/repos/{_q(owner)}/{_q(repo)}/issues/{number}/comments")
+
+    async def create_comment(self, owner: str, repo: str, number: int, body: str) -> dict[str, Any]:
+        path = f"/repos/{_q(owner)}/{_q(repo)}/issues/{number}/comments"
+        return (await self.request("POST", path, json={"body": body})).json()
+
+    async def update_comment(self, owner: str, repo: str, comment_id: int, body: str) -> dict[str, Any]:
+        path = f"/repos/{_q(owner)}/{_q(repo)}/issues/comments/{comment_id}"
+        return (await self.request("PATCH", path, json={"body": body})).json()
+
+    async def create_status(self, owner: str, repo: str, sha: str, state: str, description: str,
+                            target_url: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"state": state, "context": STATUS_CONTEXT, "description": description[:140]}
+        if target_url:
+            body["target_url"] = target_url
+        return (await self.request("POST", f"/repos/{_q(owner)}/{_q(repo)}/statuses/{sha}", json=body)).json()
+
+    async def create_check_run(self, owner: str, repo: str, sha: str, conclusion: str, title: str,
+                               summary: str) -> dict[str, Any]:
+        body = {"name": STATUS_CONTEXT, "head_sha": sha, "status": "completed", "conclusion": conclusion,
+                "output": {"title": title[:255], "summary": summary[:65000]}}
+        return (await self.request("POST", f"/repos/{_q(owner)}/{_q(repo)}/check-runs", json=body)).json()
+
+
+class _WriteGate:
+    """Spaces mutating requests ``interval`` seconds apart (GitHub's secondary-limit advice)."""
+
+    def __init__(self, interval: float, sleep: Callable[[float], Awaitable[None]],
+                 clock: Callable[[], float]) -> None:
+        self.interval, self._sleep, self._clock = interval, sleep, clock
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        if self.interval <= 0:
+            return
+        async with self._lock:
+            delay = self._next - self._clock()
+            if delay > 0:
+                await self._sleep(delay)
+            self._next = self._clock() + self.interval
+
+
+def _message(resp: httpx.Response) -> str:
+    try:
+        data = resp.json()
+    except ValueError:
+        return resp.text[:200]
+    return str(data.get("message", ""))[:200] if isinstance(data, dict) else ""

@@ -1,0 +1,154 @@
+"""One pull request, end to end: read the change, analyse it, post comment, status, check run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import diffing
+from app.clients.github import GitHubClient, GitHubError
+
+from .change import PullRequest, fetch_change
+from .comment import (
+    Verdict,
+    is_ours,
+    no_change_body,
+    render_body,
+    stamp_of,
+    verdict_for_error,
+    verdict_for_no_change,
+    verdict_for_report,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisOptions:
+    kuberay_version: str = "1.7.0"
+    policy: dict[str, Any] | None = None
+    timeout: float = 10.0
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one run did; ``state`` is the posted status (or "superseded" / "failed")."""
+
+    state: str
+    description: str = ""
+    comment: str = "none"       # created | updated | unchanged | stale | none | failed
+    check_run: bool = False
+    retryable: bool = False     # a GitHub failure, not a verdict: the same event may run again
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+async def analyse(change_before: list[tuple[str, str]], change_after: list[tuple[str, str]],
+                  options: AnalysisOptions) -> diffing.Report:
+    """The pure core in a worker thread, bounded by ``options.timeout``."""
+    return await asyncio.wait_for(
+        asyncio.to_thread(diffing.analyze, change_before, change_after,
+                          kuberay_version=options.kuberay_version, policy=options.policy,
+                          sources=("base", "head")),
+        timeout=options.timeout)
+
+
+async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisOptions, *,
+                           check_run: bool = False, is_current: Callable[[], bool] = lambda: True) -> Outcome:
+    """Analyse ``pr`` and publish the result, unless a newer head supersedes it meanwhile."""
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+    try:
+        change = await fetch_change(gh, pr)
+    except GitHubError as exc:
+        log.error("%s: cannot read the change: %s", pr.full_name, exc)
+        verdict = verdict_for_error(f"cannot read the change from GitHub ({exc})", comment=False)
+        outcome = await _publish(gh, pr, verdict, check_run=check_run, is_current=is_current, timings=timings)
+        outcome.retryable = True
+        return outcome
+    timings["fetch"] = time.monotonic() - started
+    if not is_current():
+        return Outcome("superseded")
+    if not change.before and not change.after:
+        verdict = verdict_for_no_change()
+    else:
+        note = ("GitHub lists at most 3 000 files of a pull request; files past that were not analysed."
+                if change.is_truncated else "")
+        try:
+            report = await analyse(change.before, change.after, options)
+        except diffing.ManifestError as exc:
+            verdict = verdict_for_error(f"invalid manifest: {exc.message}")
+        except diffing.DiffingError as exc:
+            verdict = verdict_for_error(str(exc))
+        except TimeoutError:
+            verdict = verdict_for_error(f"the analysis took longer than {options.timeout:g} s")
+        except Exception as exc:  # noqa: BLE001 - a core bug must still leave an error status
+            log.exception("%s: analysis failed", pr.full_name)
+            verdict = verdict_for_error(f"internal error ({type(exc).__name__})")
+        else:
+            verdict = verdict_for_report(report, note=note)
+        timings["analyse"] = time.monotonic() - started
+    return await _publish(gh, pr, verdict, check_run=check_run, is_current=is_current, timings=timings)
+
+
+async def _publish(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *, check_run: bool,
+                   is_current: Callable[[], bool], timings: dict[str, float]) -> Outcome:
+    started = time.monotonic()
+    if not is_current():
+        return Outcome("superseded")
+    outcome = Outcome(verdict.state, verdict.description, timings=timings)
+    try:
+        outcome.comment = await post_sticky_comment(gh, pr, verdict)
+    except GitHubError as exc:
+        log.error("%s: comment not posted: %s", pr.full_name, exc)
+        outcome.comment = "failed"
+    if not is_current():  # a newer head arrived while we wrote the comment: its run posts the rest
+        outcome.state = "superseded"
+        return outcome
+    try:
+        await gh.create_status(pr.owner, pr.repo, pr.head_sha, verdict.state, verdict.description)
+    except GitHubError as exc:
+        log.error("%s: status not posted: %s", pr.full_name, exc)
+        outcome.state, outcome.retryable = "failed", True
+    if check_run:
+        try:
+            await gh.create_check_run(pr.owner, pr.repo, pr.head_sha, verdict.conclusion, verdict.title,
+                                      verdict.markdown or verdict.description)
+            outcome.check_run = True
+        except GitHubError as exc:
+            log.error("%s: check run not posted: %s", pr.full_name, exc)
+    timings["publish"] = time.monotonic() - started
+    return outcome
+
+
+async def post_sticky_comment(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *,
+                              footer: str | None = None) -> str:
+    """Create or edit the one comment carrying the marker; never let an older run overwrite a
+    newer one (the stamp's ``at`` is the PR's ``updated_at`` the run started from)."""
+    existing: dict[str, Any] | None = None
+    async for comment in gh.issue_comments(pr.owner, pr.repo, pr.number):
+        if is_ours(comment.get("body")):
+            existing = comment
+            break
+    if footer is None:
+        footer = f"rayservice-impact · base `{pr.base_sha[:7]}` → head `{pr.head_sha[:7]}`"
+    if verdict.markdown is None:
+        if existing is None:
+            return "none"
+        body = no_change_body(pr.head_sha, pr.updated_at)
+    else:
+        body = render_body(verdict.markdown, head_sha=pr.head_sha, at=pr.updated_at, footer=footer)
+    if existing is None:
+        await gh.create_comment(pr.owner, pr.repo, pr.number, body)
+        return "created"
+    stamp = stamp_of(existing.get("body", ""))
+    if stamp and pr.updated_at and stamp[1] > pr.updated_at:
+        log.info("%s: the comment holds a newer result (%s); not overwritten", pr.full_name, stamp[1])
+        return "stale"
+    if existing.get("body") == body:
+        return "unchanged"
+    await gh.update_comment(pr.owner, pr.repo, int(existing["id"]), body)
+    return "updated"

@@ -1,0 +1,117 @@
+"""Shared pieces of the GitHub tests: payloads, signing, the stand-in and the real service."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+from github_standin import GitHubStandIn
+from serverutil import running_server
+
+from app.server import create_app
+from app.settings import load_settings
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "github"
+SECRET = "It's a Secret to Everybody"
+TOKEN = "ghp_standintoken0123456789abcdefABCDEF01"
+OWNER, REPO, NUMBER = "Codertocat", "Hello-World", 2
+BASE_SHA = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"   # the examples' PR
+HEAD_SHA = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+HEAD2_SHA = "1111111111111111111111111111111111111111"
+MANIFEST = "k8s/rayservice.yaml"
+
+
+def manifest(name: str) -> str:
+    return (DATA / "manifests" / name).read_text()
+
+
+def payload_bytes(name: str) -> bytes:
+    return (DATA / name).read_bytes()
+
+
+def payload(name: str, **changes: Any) -> dict[str, Any]:
+    """An example payload with ``head``/``base``/``updated_at``/``number`` rewritten."""
+    data = json.loads(payload_bytes(name))
+    pr = data["pull_request"]
+    if "head" in changes:
+        pr["head"]["sha"] = changes["head"]
+        if "after" in data:
+            data["after"] = changes["head"]
+    if "base" in changes:
+        pr["base"]["sha"] = changes["base"]
+    if "updated_at" in changes:
+        pr["updated_at"] = changes["updated_at"]
+    if "number" in changes:
+        pr["number"] = data["number"] = changes["number"]
+    if "action" in changes:
+        data["action"] = changes["action"]
+    return data
+
+
+def signed_headers(body: bytes, event: str, delivery: str | None = None,
+                   secret: str = SECRET) -> dict[str, str]:
+    return {"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/044aadd",
+            "X-GitHub-Event": event, "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+            "X-GitHub-Hook-ID": "292430182",
+            "X-Hub-Signature-256": "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()}
+
+
+def post_event(base_url: str, event: str, body: bytes | dict[str, Any], *, delivery: str | None = None,
+               secret: str = SECRET) -> httpx.Response:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return httpx.post(base_url + "/webhooks/github", content=raw,
+                      headers=signed_headers(raw, event, delivery, secret), timeout=10)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def settle(standin: GitHubStandIn, quiet: float = 0.2) -> None:
+    """Wait until the stand-in has seen no call for ``quiet`` seconds."""
+    last = -1
+    while True:
+        time.sleep(quiet)
+        if len(standin.calls) == last:
+            return
+        last = len(standin.calls)
+
+
+@contextlib.contextmanager
+def github_service(standin: GitHubStandIn | None = None, *, prefix: str = "",
+                   **settings: Any) -> Iterator[tuple[str, GitHubStandIn]]:
+    """The stand-in and the real service (create_app) wired to it, both on real uvicorn servers."""
+    standin = standin or GitHubStandIn(prefix, token=TOKEN)
+    with running_server(standin.app, ready_path=None) as github_url:
+        values = {"github_webhook_secret": SECRET, "github_api_url": github_url + prefix,
+                  "github_token": TOKEN, "github_write_interval_seconds": 0.0,
+                  "analysis_executor": "thread", **settings}
+        app = create_app(load_settings(**values))
+        with running_server(app) as base_url:
+            yield base_url, standin
+
+
+def add_sample_pull(standin: GitHubStandIn, head_sha: str = HEAD_SHA, head: str = "sample.head.yaml",
+                    **kwargs: Any) -> None:
+    standin.add_pull(OWNER, REPO, NUMBER, BASE_SHA, head_sha,
+                     {MANIFEST: (manifest("sample.base.yaml"), manifest(head)),
+                      "README.md": ("old", "new")}, **kwargs)
+
+
+def statuses_for(standin: GitHubStandIn, sha: str) -> list[dict[str, Any]]:
+    return [s for s in standin.statuses if s["sha"] == sha]

@@ -1,0 +1,272 @@
+"""A local stand-in for GitHub's REST API: the contract's endpoints with GitHub's response shapes.
+
+Served by a real uvicorn (tests/app/serverutil.py). It keeps pull request files, file contents
+by (sha, path), issue comments, statuses and check runs; paginates with ``Link`` headers like
+GitHub (``per_page`` up to 100); answers faults on demand (``fail``: 5xx, rate limits, 404s);
+mints App installation tokens after checking the JWT; and records every call.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import jwt
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+NOT_FOUND = {"message": "Not Found",
+             "documentation_url": "https://docs.github.com/rest", "status": "404"}
+
+
+@dataclass
+class Call:
+    method: str
+    path: str            # without the prefix (e.g. /api/v3 for GHES)
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+    status: int = 0
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Fault:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    headers: dict[str, str]
+    body: Any
+    times: int
+
+
+class GitHubStandIn:
+    def __init__(self, prefix: str = "", *, token: str | None = None) -> None:
+        self.prefix = prefix.rstrip("/")
+        self.token = token                       # required bearer token (None: anything goes)
+        self.app_public_key: bytes | None = None  # set: JWTs are verified, installation tokens minted
+        self.app_id = ""
+        self.installations: dict[str, int] = {}
+        self.issued_tokens: list[str] = []
+        self.files: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+        self.contents: dict[tuple[str, str], str] = {}         # (sha, path) -> text
+        self.comments: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+        self.statuses: list[dict[str, Any]] = []
+        self.check_runs: list[dict[str, Any]] = []
+        self.calls: list[Call] = []
+        self.faults: list[Fault] = []
+        self.lock = threading.Lock()
+        self._ids = 1000
+        self.routes = [
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/files", self._files),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/contents/(?P<path>.+)", self._content),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/(?P<n>\d+)/comments", self._list_comments),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/(?P<n>\d+)/comments", self._create_comment),
+            ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/comments/(?P<id>\d+)", self._update_comment),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/statuses/(?P<sha>[0-9a-f]+)", self._status),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs", self._check_run),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/installation", self._installation),
+            ("POST", r"/app/installations/(?P<id>\d+)/access_tokens", self._access_token),
+        ]
+        self.app = Starlette(routes=[Route("/{rest:path}", self._dispatch,
+                                           methods=["GET", "POST", "PATCH", "PUT", "DELETE"])])
+
+    # -- set-up -------------------------------------------------------------------------------
+    def add_pull(self, owner: str, repo: str, number: int, base_sha: str, head_sha: str,
+                 files: dict[str, tuple[str | None, str | None]], *, extra: list[dict[str, Any]] = (),
+                 renames: dict[str, str] | None = None) -> None:
+        """``files``: path -> (base text, head text); None = absent on that side."""
+        entries = []
+        for path, (before, after) in files.items():
+            old = (renames or {}).get(path, path)
+            if before is not None:
+                self.contents[(base_sha, old)] = before
+            if after is not None:
+                self.contents[(head_sha, path)] = after
+            status = "added" if before is None else "removed" if after is None else (
+                "renamed" if old != path else "modified")
+            entry = {"sha": "0" * 40, "filename": path, "status": status, "additions": 1, "deletions": 1,
+                     "changes": 2, "blob_url": f"https://github.com/{owner}/{repo}/blob/{head_sha}/{path}",
+                     "raw_url": f"https://github.com/{owner}/{repo}/raw/{head_sha}/{path}",
+                     "contents_url": f"https://api.github.com/repos/{owner}/{repo}/contents/{path}?ref={head_sha}",
+                     "patch": "@@ -1 +1 @@"}
+            if old != path:
+                entry["previous_filename"] = old
+            entries.append(entry)
+        self.files[(owner, repo, number)] = entries + list(extra)
+
+    def fail(self, method: str, pattern: str, status: int, *, times: int = 1,
+             headers: dict[str, str] | None = None, body: Any = None) -> None:
+        """The next ``times`` calls matching ``method`` and the path regex answer ``status``."""
+        default = {"message": "Server Error"} if status >= 500 else NOT_FOUND if status == 404 else {
+            "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
+                       "again.", "documentation_url": "https://docs.github.com/rest/overview/rate-limits"}
+        self.faults.append(Fault(method, re.compile(pattern), status, headers or {},
+                                 default if body is None else body, times))
+
+    def calls_to(self, method: str, pattern: str) -> list[Call]:
+        rx = re.compile(pattern)
+        return [c for c in self.calls if c.method == method and rx.search(c.path)]
+
+    # -- serving ------------------------------------------------------------------------------
+    async def _dispatch(self, request: Request) -> Response:
+        raw = await request.body()
+        path = request.url.path
+        body = json.loads(raw) if raw else None
+        call = Call(request.method, path[len(self.prefix):] if path.startswith(self.prefix) else path,
+                    dict(request.query_params), dict(request.headers), body)
+        with self.lock:
+            self.calls.append(call)
+        resp = self._answer(request, call)
+        call.status = resp.status_code
+        return resp
+
+    def _answer(self, request: Request, call: Call) -> Response:
+        if self.prefix and not request.url.path.startswith(self.prefix + "/"):
+            return _json(NOT_FOUND, 404)
+        with self.lock:
+            for fault in self.faults:
+                if fault.times > 0 and fault.method == call.method and fault.pattern.search(call.path):
+                    fault.times -= 1
+                    return _json(fault.body, fault.status, fault.headers)
+        for method, pattern, handler in self.routes:
+            m = re.fullmatch(pattern, call.path)
+            if m and method == call.method:
+                is_app_call = call.path.startswith("/app/") or call.path.endswith("/installation")
+                if not is_app_call and not self._authorised(call):
+                    return _json({"message": "Bad credentials"}, 401)
+                with self.lock:
+                    return handler(request, call, m.groupdict())
+        return _json(NOT_FOUND, 404)
+
+    def _authorised(self, call: Call) -> bool:
+        auth = call.headers.get("authorization", "")
+        if self.app_public_key is not None:
+            return auth.removeprefix("Bearer ").removeprefix("token ") in self.issued_tokens
+        return self.token is None or auth in (f"Bearer {self.token}", f"token {self.token}")
+
+    def _page(self, request: Request, items: list[Any]) -> Response:
+        per_page = min(int(request.query_params.get("per_page", 30)), 100)
+        page = int(request.query_params.get("page", 1))
+        last = max(1, -(-len(items) // per_page))
+        links = []
+        base = str(request.url).split("?")[0]
+        params = {k: v for k, v in request.query_params.items() if k != "page"}
+        for rel, number in (("prev", page - 1), ("next", page + 1), ("last", last), ("first", 1)):
+            if 1 <= number <= last and number != page:
+                links.append(f'<{base}?{urlencode({**params, "page": number})}>; rel="{rel}"')
+        headers = {"link": ", ".join(links)} if links else {}
+        return _json(items[(page - 1) * per_page: page * per_page], 200, headers)
+
+    def _files(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        entries = self.files.get((g["o"], g["r"], int(g["n"])))
+        if entries is None:
+            return _json(NOT_FOUND, 404)
+        return self._page(request, entries[:3000])
+
+    def _content(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        from urllib.parse import unquote
+
+        text = self.contents.get((request.query_params.get("ref", ""), unquote(g["path"])))
+        if text is None:
+            return _json(NOT_FOUND, 404)
+        if request.headers.get("accept", "").startswith("application/vnd.github.raw"):
+            return Response(text.encode(), 200, media_type="application/vnd.github.raw",
+                            headers=_rate_headers())
+        data = base64.b64encode(text.encode()).decode()
+        return _json({"type": "file", "encoding": "base64", "content": data, "path": g["path"]}, 200)
+
+    def _list_comments(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        return self._page(request, self.comments.get((g["o"], g["r"], int(g["n"])), []))
+
+    def _create_comment(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        if len(call.body["body"]) > 65536:
+            return _json({"message": "Validation Failed", "errors": [
+                {"resource": "IssueComment", "code": "unprocessable", "field": "data",
+                 "message": "Body is too long (maximum is 65536 characters)"}]}, 422)
+        self._ids += 1
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        comment = {"id": self._ids, "node_id": f"IC_{self._ids}", "body": call.body["body"],
+                   "url": f"https://api.github.com/repos/{g['o']}/{g['r']}/issues/comments/{self._ids}",
+                   "html_url": f"https://github.com/{g['o']}/{g['r']}/pull/{g['n']}#issuecomment-{self._ids}",
+                   "user": {"login": "rayservice-impact[bot]", "id": 1, "type": "Bot"},
+                   "created_at": now, "updated_at": now, "author_association": "NONE"}
+        self.comments.setdefault((g["o"], g["r"], int(g["n"])), []).append(comment)
+        return _json(comment, 201)
+
+    def _update_comment(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        for comments in self.comments.values():
+            for comment in comments:
+                if comment["id"] == int(g["id"]):
+                    comment["body"] = call.body["body"]
+                    comment["updated_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    return _json(comment, 200)
+        return _json(NOT_FOUND, 404)
+
+    def _status(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        body = call.body or {}
+        if body.get("state") not in ("error", "failure", "pending", "success"):
+            return _json({"message": "Validation Failed"}, 422)
+        if len(body.get("description") or "") > 140:
+            return _json({"message": "Validation Failed", "errors": [
+                {"message": "description is too long (maximum is 140 characters)"}]}, 422)
+        self._ids += 1
+        status = {"id": self._ids, "state": body["state"], "description": body.get("description"),
+                  "context": body.get("context", "default"), "target_url": body.get("target_url"),
+                  "sha": g["sha"], "repo": f"{g['o']}/{g['r']}"}
+        self.statuses.append(status)
+        return _json(status, 201)
+
+    def _check_run(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        if self.app_public_key is None:
+            return _json({"message": "You must authenticate via a GitHub App."}, 403)
+        self._ids += 1
+        run = {"id": self._ids, "head_sha": call.body["head_sha"], "name": call.body["name"],
+               "status": call.body.get("status"), "conclusion": call.body.get("conclusion"),
+               "output": call.body.get("output"), "repo": f"{g['o']}/{g['r']}"}
+        self.check_runs.append(run)
+        return _json(run, 201)
+
+    def _verify_jwt(self, call: Call) -> dict[str, Any] | None:
+        token = call.headers.get("authorization", "").removeprefix("Bearer ")
+        if self.app_public_key is None:
+            return None
+        try:
+            return jwt.decode(token, self.app_public_key, algorithms=["RS256"], issuer=self.app_id)
+        except jwt.PyJWTError:
+            return None
+
+    def _installation(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        if self._verify_jwt(call) is None:
+            return _json({"message": "A JSON web token could not be decoded"}, 401)
+        installation = self.installations.get(f"{g['o']}/{g['r']}")
+        return _json({"id": installation, "app_id": self.app_id} if installation else NOT_FOUND,
+                     200 if installation else 404)
+
+    def _access_token(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        if self._verify_jwt(call) is None:
+            return _json({"message": "A JSON web token could not be decoded"}, 401)
+        token = f"ghs_standin{len(self.issued_tokens)}_{g['id']}"
+        self.issued_tokens.append(token)
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+        return _json({"token": token, "expires_at": expires, "permissions": {"checks": "write"},
+                      "repository_selection": "all"}, 201)
+
+
+def _rate_headers() -> dict[str, str]:
+    return {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4999", "x-ratelimit-used": "1",
+            "x-ratelimit-reset": str(int(time.time()) + 3600), "x-ratelimit-resource": "core",
+            "x-github-api-version-selected": "2022-11-28"}
+
+
+def _json(data: Any, status: int, headers: dict[str, str] | None = None) -> Response:
+    return Response(json.dumps(data).encode(), status, media_type="application/json; charset=utf-8",
+                    headers={**_rate_headers(), **(headers or {})})
