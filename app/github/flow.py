@@ -66,7 +66,8 @@ async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisO
     except GitHubError as exc:
         log.error("%s: cannot read the change: %s", pr.full_name, exc)
         verdict = verdict_for_error(f"cannot read the change from GitHub ({exc})", comment=False)
-        outcome = await _publish(gh, pr, verdict, check_run=check_run, is_current=is_current, timings=timings)
+        outcome = await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
+                                        timings=timings)
         outcome.retryable = True
         return outcome
     timings["fetch"] = time.monotonic() - started
@@ -91,17 +92,21 @@ async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisO
         else:
             verdict = verdict_for_report(report, note=note)
         timings["analyse"] = time.monotonic() - started
-    return await _publish(gh, pr, verdict, check_run=check_run, is_current=is_current, timings=timings)
+    return await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
+                                 timings=timings)
 
 
-async def _publish(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *, check_run: bool,
-                   is_current: Callable[[], bool], timings: dict[str, float]) -> Outcome:
+async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *, check_run: bool = False,
+                          is_current: Callable[[], bool] = lambda: True,
+                          timings: dict[str, float] | None = None, footer: str | None = None) -> Outcome:
+    """Sticky comment, then the status on the head SHA, then (App only) the check run."""
+    timings = {} if timings is None else timings
     started = time.monotonic()
     if not is_current():
         return Outcome("superseded")
     outcome = Outcome(verdict.state, verdict.description, timings=timings)
     try:
-        outcome.comment = await post_sticky_comment(gh, pr, verdict)
+        outcome.comment = await post_sticky_comment(gh, pr, verdict, footer=footer)
     except GitHubError as exc:
         log.error("%s: comment not posted: %s", pr.full_name, exc)
         outcome.comment = "failed"

@@ -1,0 +1,177 @@
+"""The serverless path: action.yml's steps (the CLI, then app.github.post_comment) against the stand-in."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from github_helpers import MANIFEST, NUMBER, OWNER, REPO, TOKEN, manifest
+from github_standin import GitHubStandIn
+from serverutil import running_server
+
+from app.github.comment import MARKER
+from app.github.post_comment import verdict_from_files
+
+ACTION = Path(__file__).resolve().parents[2] / "action.yml"
+BIN = Path(sys.executable).parent
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+def _repo(tmp_path: Path, base: str, head: str) -> tuple[Path, str, str]:
+    repo = tmp_path / "repo"
+    (repo / "k8s").mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / MANIFEST).write_text(base)
+    (repo / "app").mkdir()  # a repository with its own app/ package must not shadow ours
+    (repo / "app" / "__init__.py").write_text("raise SystemExit('wrong app package')\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    base_sha = _git(repo, "rev-parse", "HEAD")
+    (repo / MANIFEST).write_text(head)
+    _git(repo, "commit", "-q", "-am", "head")
+    return repo, base_sha, _git(repo, "rev-parse", "HEAD")
+
+
+def _run_action(repo: Path, tmp_path: Path, api_url: str, base: str, head: str) -> dict[str, Any]:
+    """Run action.yml's shell steps the way the runner does (minus setup-python and pip install)."""
+    action = yaml.safe_load(ACTION.read_text())
+    inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    inputs.update({"base": base, "head": head, "pull-request": str(NUMBER), "github-token": TOKEN})
+    temp = tmp_path / "runner-temp"
+    temp.mkdir(exist_ok=True)
+    outputs: dict[str, str] = {}
+    results = []
+
+    def expand(text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            expr = m.group(1).strip()
+            if expr.startswith("inputs."):
+                return inputs[expr.removeprefix("inputs.")]
+            if expr.startswith("steps.analyse.outputs."):
+                return outputs.get(expr.removeprefix("steps.analyse.outputs."), "")
+            if expr == "runner.temp":
+                return str(temp)
+            if expr == "github.action_path":
+                return str(ACTION.parent)
+            raise AssertionError(f"unexpected expression {expr}")
+        return re.sub(r"\$\{\{(.*?)\}\}", one, text)
+
+    for step in action["runs"]["steps"]:
+        if "run" not in step or "pip install" in step["run"]:
+            continue
+        condition = step.get("if")
+        if condition and not (inputs["fail-on-hold"] == "true" and outputs.get("exit-code") != "0"):
+            continue
+        out_file, summary = temp / "output", temp / "summary"
+        out_file.write_text("")
+        env = {"PATH": f"{BIN}:{os.environ['PATH']}", "HOME": str(tmp_path), "GITHUB_WORKSPACE": str(repo),
+               "RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(out_file), "GITHUB_STEP_SUMMARY": str(summary),
+               "GITHUB_REPOSITORY": f"{OWNER}/{REPO}", "GITHUB_API_URL": api_url,
+               **{k: expand(str(v)) for k, v in (step.get("env") or {}).items()}}
+        cwd = expand(step.get("working-directory", str(repo)))
+        proc = subprocess.run(["bash", "-e", "-c", expand(step["run"])], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=60)
+        results.append((step["name"], proc.returncode, proc.stdout + proc.stderr))
+        for line in out_file.read_text().splitlines():
+            key, _, value = line.partition("=")
+            outputs[key] = value
+    return {"outputs": outputs, "steps": results}
+
+
+def test_action_posts_the_sticky_comment_and_status(tmp_path):
+    repo, base, head = _repo(tmp_path, manifest("sample.base.yaml"), manifest("sample.head.yaml"))
+    standin = GitHubStandIn(token=TOKEN)
+    with running_server(standin.app, ready_path=None) as url:
+        run = _run_action(repo, tmp_path, url, base, head)
+    assert run["outputs"]["exit-code"] == "0"
+    assert [(name, code) for name, code, _ in run["steps"]] == [
+        ("Analyse the RayService changes", 0), ("Post the sticky comment and the status", 0)]
+    [comment] = standin.comments[(OWNER, REPO, NUMBER)]
+    assert comment["body"].startswith(MARKER)
+    assert "rayservice-sample" in comment["body"]
+    assert [(s["sha"], s["state"], s["context"]) for s in standin.statuses] == [
+        (head, "success", "rayservice-impact")]
+    assert standin.statuses[0]["description"].startswith("approve: default/rayservice-sample")
+
+
+def test_action_hold_edits_the_comment_fails_the_status_and_the_step(tmp_path):
+    repo, base, head = _repo(tmp_path, manifest("llm.base.yaml"), manifest("llm.head.yaml"))
+    standin = GitHubStandIn(token=TOKEN)
+    standin.comments[(OWNER, REPO, NUMBER)] = [
+        {"id": 1, "body": "a human's comment"},
+        {"id": 2, "body": f"{MARKER}\nolder result\n", "user": {"login": "github-actions[bot]"}}]
+    with running_server(standin.app, ready_path=None) as url:
+        run = _run_action(repo, tmp_path, url, base, head)
+    assert run["outputs"]["exit-code"] == "3"
+    assert [(name, code) for name, code, _ in run["steps"]][-1] == ("Gate", 1)
+    comments = standin.comments[(OWNER, REPO, NUMBER)]
+    assert [c["id"] for c in comments] == [1, 2]
+    assert "ray-serve-llm" in comments[1]["body"]
+    assert standin.statuses[0]["state"] == "failure"
+
+
+def test_action_invalid_manifest_is_an_error_status(tmp_path):
+    broken = "apiVersion: ray.io/v1\nkind: RayService\nmetadata: {name: x\n"
+    repo, base, head = _repo(tmp_path, manifest("sample.base.yaml"), broken)
+    standin = GitHubStandIn(token=TOKEN)
+    with running_server(standin.app, ready_path=None) as url:
+        run = _run_action(repo, tmp_path, url, base, head)
+    assert run["outputs"]["exit-code"] == "2"
+    assert standin.statuses[0]["state"] == "error"
+    assert MANIFEST in standin.comments[(OWNER, REPO, NUMBER)][0]["body"]
+
+
+def test_post_comment_without_rayservice_change_posts_no_comment(tmp_path):
+    (tmp_path / "r.md").write_text("approve: no RayService in the change\n")
+    (tmp_path / "r.json").write_text('{"decision": "approve", "summary": "approve: none", "resources": []}')
+    standin = GitHubStandIn(token=TOKEN)
+    with running_server(standin.app, ready_path=None) as url:
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.github.post_comment", "--repo", f"{OWNER}/{REPO}", "--pr", "5",
+             "--sha", "a" * 40, "--markdown", str(tmp_path / "r.md"), "--json", str(tmp_path / "r.json"),
+             "--exit-code", "0", "--api-url", url],
+            env={**os.environ, "GITHUB_TOKEN": TOKEN}, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert standin.comments == {}
+    states = [(s["state"], s["description"]) for s in standin.statuses]
+    assert states == [("success", "No RayService changes")]
+
+
+def test_post_comment_github_refusal_exits_1(tmp_path):
+    (tmp_path / "r.md").write_text("x\n")
+    standin = GitHubStandIn(token="another-token")
+    with running_server(standin.app, ready_path=None) as url:
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.github.post_comment", "--repo", f"{OWNER}/{REPO}", "--pr", "5",
+             "--sha", "a" * 40, "--markdown", str(tmp_path / "r.md"), "--exit-code", "0", "--api-url", url],
+            env={**os.environ, "GITHUB_TOKEN": TOKEN}, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "401" in proc.stderr
+    assert TOKEN not in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize(("code", "report", "error", "state"), [
+    (0, '{"summary": "approve: a", "resources": [{}]}', "", "success"),
+    (3, '{"summary": "hold: a", "resources": [{}]}', "", "failure"),
+    (0, '{"summary": "approve: none", "resources": []}', "", "success"),
+    (2, None, "rayservice-impact: invalid input: k8s/a.yaml: document 1, line 3", "error"),
+    (1, None, "", "error"),
+])
+def test_verdict_from_files_maps_exit_codes(code, report, error, state):
+    verdict = verdict_from_files("# md", report, code, error)
+    assert verdict.state == state
+    assert len(verdict.description) <= 140
+    if error:
+        assert "document 1, line 3" in verdict.description
