@@ -129,11 +129,15 @@ class AnalysisPool:
         executor, self._executor = self._executor, None
         if executor is None:
             return
+        # shutdown() drops the executor's process table: take it first. A runaway job must not
+        # keep its process alive after shutdown (Python < 3.14 has no terminate_workers()).
+        processes = list((getattr(executor, "_processes", None) or {}).values())
         executor.shutdown(wait=False, cancel_futures=True)
-        # A runaway job must not keep the process alive after shutdown (Python < 3.14 has no
-        # public terminate_workers()).
-        for proc in list((getattr(executor, "_processes", None) or {}).values()):
-            proc.terminate()
+        deadline = time.monotonic() + 2.0
+        for proc in processes:
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.terminate()
 
     async def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
         """The worker's result, or ServiceUnavailable (saturated, over budget, not ready)."""
