@@ -174,8 +174,9 @@ def run_presync(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     if code == EXIT_HOLD:
         held = [r for r in report.resources if r.decision == "hold"]
         lines = [f"HOLD: {report.summary}"]
-        for r in held:
-            lines.extend(f"{r.namespace}/{r.name}: {reason}" for reason in r.reasons)
+        for r in held:  # the "strategy: ..." line is context, not a reason to hold
+            lines.extend(f"{r.namespace}/{r.name}: {reason}" for reason in r.reasons
+                         if not reason.startswith("strategy: "))
         write_termination_log(settings.termination_log, "\n".join(lines))
         _note(f"decision hold: exit {EXIT_HOLD}, the sync stops here. Change the manifests, free "
               "capacity, or sync again once it is there")
