@@ -318,3 +318,13 @@ def test_presync_kubernetes_unreachable_fails_closed(hook: Callable[..., Result]
         proc = hook(argo_url, f"http://127.0.0.1:{_free_port()}")
     assert proc.returncode == 1
     assert "cannot reach the Kubernetes API at http://127.0.0.1:" in proc.stderr
+
+
+def test_presync_app_without_rayservices_passes_without_kubernetes_calls(hook: Callable[..., Result]) -> None:
+    argo, kube = scenario()
+    argo.items = []
+    with s.serve(argo) as argo_url, s.serve(kube) as kube_url:
+        proc = hook(argo_url, kube_url)
+    assert proc.returncode == 0, proc.stderr
+    assert "approve: no RayService in the change" in proc.stdout
+    assert kube.requests == []
