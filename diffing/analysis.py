@@ -204,6 +204,40 @@ class Engine:
             _drop(encoded, pattern[2:])
         return encoded
 
+    def hash_compare(self, b: Manifest, a: Manifest) -> tuple[bool, bool]:
+        """(full, partial) equality of the operator's cluster hash, ``b`` being the running spec.
+
+        ``partial`` is ``isClusterSpecHashEqual(..., partial=true)``: the first N worker groups
+        of the new spec (N = groups running) hash-equal to the running ones. Groups whose text
+        is identical are not encoded at all: equal input, equal hash.
+        """
+        brcc = dict(dig(b.obj, "spec", "rayClusterConfig"))
+        arcc = dict(dig(a.obj, "spec", "rayClusterConfig"))
+        bgroups, agroups = seq(brcc.pop("workerGroupSpecs", None)), seq(arcc.pop("workerGroupSpecs", None))
+        sch = self.schemas.child(self.spec_schema(a), "rayClusterConfig")
+        if not _same(brcc, arcc) and self._encode(brcc, sch) != self._encode(arcc, sch):
+            return False, False
+        item_sch = self.schemas.child(self.schemas.child(sch, "workerGroupSpecs"), 0)
+        n = len(bgroups)
+        prefix = len(agroups) >= n and all(
+            _same(bgroups[i], agroups[i]) or self._encode_group(bgroups[i], item_sch)
+            == self._encode_group(agroups[i], item_sch) for i in range(n))
+        return prefix and len(agroups) == n, prefix
+
+    def _encode(self, rcc: dict[str, Any], sch: Schema | None) -> Any:
+        encoded = self.gotypes.encode(rcc, self.gotypes.root, self.schemas, sch)
+        for pattern in self.rules.muted_patterns:
+            if pattern[2] != "workerGroupSpecs":
+                _drop(encoded, pattern[2:])
+        return encoded
+
+    def _encode_group(self, group: Any, sch: Schema | None) -> Any:
+        encoded = self.gotypes.encode(group, struct("ray/v1.WorkerGroupSpec"), self.schemas, sch)
+        for pattern in self.rules.muted_patterns:
+            if pattern[2:4] == ("workerGroupSpecs", "[]"):
+                _drop(encoded, pattern[4:])
+        return encoded
+
     # -- diffing -----------------------------------------------------------------------------
 
     def differences(self, b: Manifest, a: Manifest) -> list[Difference]:
@@ -228,6 +262,10 @@ class Engine:
                 continue
             out.extend(self.differ.diff(bv, av, ("spec", key), child, self.spec_type(key)))
         return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
 
 
 def _drop(value: Any, pattern: tuple[str, ...]) -> None:
@@ -314,14 +352,10 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
         for s in serve.diff(b_serve, a_serve):
             category = Category.NO_OP if s.noop else Category.SERVE_IN_PLACE
             pair.changes.append(Change(s.path, category.value, s.before, s.after, s.detail))
-        hb = engine.hash_input(before)
-        full_equal = hb == engine.hash_input(after)
-        if not full_equal:
+        full_equal, partial_equal = engine.hash_compare(before, after)
+        if not full_equal and partial_equal:
             n = len(seq(_rcc(before.obj).get("workerGroupSpecs")))
-            a_groups = len(seq(_rcc(after.obj).get("workerGroupSpecs")))
-            partial_equal = a_groups >= n and engine.hash_input(after, n) == hb
-            if partial_equal:
-                pair.changes = [_appended(c, n) for c in pair.changes]
+            pair.changes = [_appended(c, n) for c in pair.changes]
         pair.real = {Category(c.category) for c in pair.changes} - {Category.NO_OP}
         if not full_equal and not (pair.real & {Category.CLUSTER_RECREATE,
                                                 Category.WORKER_GROUP_APPENDED}):
@@ -363,7 +397,8 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
         rollout = "not-applied"
 
     # 4. capacity -----------------------------------------------------------------------------
-    capacity = _capacity(engine, rollout, b_def, a_def, pair, headroom, live, autoscaling)
+    capacity = _capacity(engine, rollout, b_def, a_def, pair, headroom, live, autoscaling,
+                         (b_serve, a_serve))
 
     # 5. findings -----------------------------------------------------------------------------
     ctx = Context(engine=engine, before=before, after=after, b_def=b_def, a_def=a_def,
@@ -478,7 +513,8 @@ def _rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spec: Mapp
 
 def _capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | None,
               a_def: Mapping[str, Any] | None, pair: Pair, headroom: Mapping[str, Fraction] | None,
-              live: LiveCluster | None, autoscaling: bool) -> Capacity:
+              live: LiveCluster | None, autoscaling: bool,
+              serves: tuple[serve.ServeConfig, serve.ServeConfig]) -> Capacity:
     policy = engine.policy
     init = policy.operator_env.get("ENABLE_INIT_CONTAINER_INJECTION", "true").lower() != "false"
     accel = policy.accelerators
@@ -524,7 +560,7 @@ def _capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | None,
     known = known_headroom(headroom, live)
     serve_info = None
     if b_def is not None or a_def is not None:
-        serve_info = _serve_gpus(pair, new)
+        serve_info = _serve_gpus(pair, new, serves)
     return Capacity(
         basis=basis,
         extra=cap.render_amounts(extra, accel),
@@ -535,11 +571,9 @@ def _capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | None,
     )
 
 
-def _serve_gpus(pair: Pair, new: cap.ClusterShape | None) -> dict[str, Any] | None:
-    before = serve.gpu_demand(serve.parse(dig(pair.before.obj, "spec").get("serveConfigV2", ABSENT)
-                                          if pair.before else ABSENT))
-    after = serve.gpu_demand(serve.parse(dig(pair.after.obj, "spec").get("serveConfigV2", ABSENT)
-                                         if pair.after else ABSENT))
+def _serve_gpus(pair: Pair, new: cap.ClusterShape | None,
+                serves: tuple[serve.ServeConfig, serve.ServeConfig]) -> dict[str, Any] | None:
+    before, after = serve.gpu_demand(serves[0]), serve.gpu_demand(serves[1])
     if before.gpus == after.gpus == 0:
         return None
     out: dict[str, Any] = {"before": _num(before.gpus), "after": _num(after.gpus)}
@@ -705,6 +739,17 @@ def analyze(before_text: Texts, after_text: Texts, kuberay_version: str = "1.7.0
     :class:`~diffing.errors.PolicyError` for a bad policy or headroom and
     :class:`~diffing.errors.UnsupportedVersionError` for an unknown KubeRay version.
     """
+    try:
+        return _analyze(before_text, after_text, kuberay_version, headroom, policy, live=live,
+                        sources=sources, limits=limits, crd=crd)
+    except RecursionError:
+        raise ManifestError("the manifests nest too deeply to analyse") from None
+
+
+def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
+             headroom: Mapping[str, Any] | None, policy: Mapping[str, Any] | None, *,
+             live: Mapping[str, LiveCluster] | None, sources: tuple[str, str],
+             limits: Limits | None, crd: str | None) -> Report:
     rules = rules_for(kuberay_version)
     pol = Policy.from_mapping(policy)
     room = parse_headroom(headroom)

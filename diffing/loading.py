@@ -52,13 +52,20 @@ class _Constructor(_Loader):  # type: ignore[misc, valid-type]
         if isinstance(node, yaml.MappingNode):
             self.flatten_mapping(node)
         mapping: dict[str, Any] = {}
+        lines: dict[str, int] = {}
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=deep)
             if isinstance(key, (list, dict)):
                 raise yaml.constructor.ConstructorError(
                     "while constructing a mapping", node.start_mark, "found an unhashable key",
                     key_node.start_mark)
-            mapping[_json_key(key)] = self.construct_object(value_node, deep=deep)
+            key = _json_key(key)
+            if key in lines:
+                # The API server refuses duplicate keys; PyYAML would silently keep the last one.
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {lines[key]})", key_node.start_mark)
+            lines[key] = key_node.start_mark.line + 1
+            mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 
 
@@ -116,6 +123,25 @@ def _child(node: yaml.Node, seg: Any) -> tuple[int, yaml.Node] | None:
                                 and str(value_node.value) == seg.value):
                             return item.start_mark.line + 1, item
     return None
+
+
+def _check_depth(node: yaml.Node, limits: Limits, where: dict[str, Any]) -> None:
+    """Fail on nesting deeper than ``max_depth`` (iterative: no recursion on hostile input)."""
+    scalar, sequence = yaml.ScalarNode, yaml.SequenceNode
+    if type(node) is scalar:
+        return
+    stack = [(node, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        n, depth = pop()
+        if depth > limits.max_depth:
+            raise ManifestError(f"nesting deeper than {limits.max_depth} levels",
+                                line=n.start_mark.line + 1, **where)
+        depth += 1
+        children = n.value if type(n) is sequence else (v for _, v in n.value)
+        for child in children:
+            if type(child) is not scalar:
+                push((child, depth))
 
 
 def _check_graph(node: yaml.Node, limits: Limits, where: dict[str, Any]) -> None:
@@ -187,6 +213,9 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
         raise ManifestError(f"text is {len(text)} characters, over the {limits.max_bytes} limit",
                             source=source)
     loader = _Constructor(text)
+    # Without an anchor there is no alias, so values cannot expand: a cheap depth check is
+    # enough (duplicate keys are caught while constructing).
+    has_anchors = "&" in text
     index = 0
     try:
         while True:
@@ -209,7 +238,10 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
                 yield Document(index, None, None)
                 continue
             where = {"source": source, "document": index}
-            _check_graph(node, limits, where)
+            if has_anchors:
+                _check_graph(node, limits, where)
+            else:
+                _check_depth(node, limits, where)
             try:
                 value = loader.construct_document(node)
             except yaml.MarkedYAMLError as exc:
@@ -240,5 +272,7 @@ def load_value(text: str, *, source: str = "", limits: Limits = DEFAULT_LIMITS) 
 
 
 def _yaml_reason(exc: yaml.MarkedYAMLError) -> str:
+    if exc.context is None and exc.problem and exc.problem.startswith("duplicate key"):
+        return exc.problem
     parts = [p for p in (exc.context, exc.problem) if p]
     return "not valid YAML: " + "; ".join(parts) if parts else "not valid YAML"

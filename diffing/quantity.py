@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 _RE = re.compile(
     r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
@@ -37,6 +38,12 @@ class Quantity:
 
     @classmethod
     def parse(cls, raw: object) -> Quantity:
+        if isinstance(raw, (str, int, float)) and not isinstance(raw, bool):
+            return _parse_cached(raw)
+        return cls._parse(raw)
+
+    @classmethod
+    def _parse(cls, raw: object) -> Quantity:
         if isinstance(raw, bool) or raw is None:
             raise QuantityError(f"{raw!r} is not a quantity")
         if isinstance(raw, int):
@@ -100,6 +107,11 @@ class Quantity:
 
     def ceil(self) -> int:
         return math.ceil(self.value)
+
+
+@lru_cache(maxsize=8192, typed=True)
+def _parse_cached(raw: str | int | float) -> Quantity:
+    return Quantity._parse(raw)
 
 
 def canonical(raw: object) -> str:

@@ -49,8 +49,24 @@ def test_load_rejects_duplicate_keys_with_both_lines() -> None:
 def test_load_rejects_deep_nesting() -> None:
     with pytest.raises(ManifestError, match="nesting deeper than 100"):
         load_documents("a: " + "[" * 150 + "]" * 150)
-    with pytest.raises(ManifestError):
+    with pytest.raises(ManifestError, match="nesting deeper than 100"):
+        load_documents("a: &x " + "[" * 150 + "]" * 150)
+
+
+def test_load_rejects_nesting_past_libyaml_limit() -> None:
+    with pytest.raises(ManifestError, match="nesting depth"):
         load_documents("[" * 5000 + "]" * 5000)
+
+
+def test_analyze_turns_deep_nesting_into_an_input_error() -> None:
+    import diffing
+    from tests.builders import dump, sample
+
+    text = dump(sample("sample"))
+    deep = text.replace("  name: rayservice-sample\n",
+                        "  name: rayservice-sample\n  labels: {x: " + "[" * 900 + "]" * 900 + "}\n")
+    with pytest.raises(ManifestError, match="nesting deeper than 100 levels"):
+        diffing.analyze(text, deep)
 
 
 def test_load_rejects_oversized_text() -> None:

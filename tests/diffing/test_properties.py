@@ -16,11 +16,14 @@ from tests.builders import SAMPLES, dump, sample
 NAMES = sorted(p.name[len("ray-service."):-len(".yaml")] for p in SAMPLES.glob("ray-service.*.yaml"))
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False),
                     st.text(max_size=12), st.sampled_from(["1000m", "2Gi", "0", "", "TCP", "None"]))
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                       st.dictionaries(st.text(max_size=8), inner, max_size=3)),
-                      max_leaves=6)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    max_leaves=6)
 # FUZZ_EXAMPLES=3000 for a deeper run than CI's.
-PROFILE = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "120")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROFILE = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "120")), deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow])
 
 
 def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -67,7 +70,8 @@ def edits(draw: st.DrawFn) -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 @PROFILE
 @given(edits())
-def test_random_edits_raise_only_the_documented_error(case: tuple[str, dict[str, Any], dict[str, Any]]) -> None:
+def test_random_edits_raise_only_the_documented_error(
+        case: tuple[str, dict[str, Any], dict[str, Any]]) -> None:
     _, before, after = case
     try:
         report = diffing.analyze(dump(before), yaml.safe_dump(after) if isinstance(after, dict) else "")
@@ -84,7 +88,8 @@ def test_random_edits_raise_only_the_documented_error(case: tuple[str, dict[str,
 
 @PROFILE
 @given(edits())
-def test_a_manifest_against_itself_is_none_and_approve(case: tuple[str, dict[str, Any], dict[str, Any]]) -> None:
+def test_a_manifest_against_itself_is_none_and_approve(
+        case: tuple[str, dict[str, Any], dict[str, Any]]) -> None:
     _, _, after = case
     text = yaml.safe_dump(after)
     try:
