@@ -33,8 +33,11 @@ def test_policy_decides_recreations(policy: dict | None, headroom: dict | None, 
     assert (r["rollout"], r["decision"]) == ("new-cluster", decision)
 
 
-@pytest.mark.parametrize("policy", [{"holdOnRecreate": "maybe"}, {"surprise": 1}, {"thresholds": {"cpu": "x"}},
-                                    {"operator": {"featureGates": {"X": "yes"}}}, {"accelerators": "a"}, []])
+BAD_POLICIES = [{"holdOnRecreate": "maybe"}, {"surprise": 1}, {"thresholds": {"cpu": "x"}},
+                {"operator": {"featureGates": {"X": "yes"}}}, {"accelerators": "a"}, []]
+
+
+@pytest.mark.parametrize("policy", BAD_POLICIES)
 def test_policy_errors_name_the_key(policy: object) -> None:
     with pytest.raises(diffing.PolicyError):
         diffing.analyze("", dump(LLM), policy=policy)  # type: ignore[arg-type]
