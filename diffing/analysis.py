@@ -167,6 +167,7 @@ class Engine:
         if schemas is not None:
             self.schemas = schemas
         self.differ = Differ(self.schemas, self.gotypes)
+        self.before_is_live = False
 
     # -- API server view -------------------------------------------------------------------
 
@@ -356,6 +357,8 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
         if not full_equal and partial_equal:
             n = len(seq(_rcc(before.obj).get("workerGroupSpecs")))
             pair.changes = [_appended(c, n) for c in pair.changes]
+        if engine.before_is_live:
+            pair.changes = [c for c in pair.changes if c.category != Category.NO_OP.value]
         pair.real = {Category(c.category) for c in pair.changes} - {Category.NO_OP}
         if not full_equal and not (pair.real & {Category.CLUSTER_RECREATE,
                                                 Category.WORKER_GROUP_APPENDED}):
@@ -565,7 +568,7 @@ def _capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | None,
         basis=basis,
         extra=cap.render_amounts(extra, accel),
         peak=cap.render_amounts(peak, accel) if extra else {},
-        headroom=cap.render_amounts(known, accel) if known is not None else None,
+        headroom=cap.render_amounts(known, accel, keep_zero=True) if known is not None else None,
         phases=tuple((label, cap.render_amounts(a, accel)) for label, a in phases),
         serve=serve_info,
     )
@@ -683,7 +686,8 @@ def known_headroom(headroom: Mapping[str, Fraction] | None, live: LiveCluster | 
 
 
 def _render(amounts: Mapping[str, Fraction], policy: Policy) -> str:
-    return ", ".join(f"{k}: {v}" for k, v in cap.render_amounts(amounts, policy.accelerators).items())
+    return ", ".join(f"{k}: {v}" for k, v in cap.render_amounts(amounts, policy.accelerators,
+                                                                   keep_zero=True).items())
 
 
 def _capacity_holds(engine: Engine, capacity: Capacity, known: Mapping[str, Fraction] | None) -> list[str]:
@@ -701,7 +705,7 @@ def _capacity_holds(engine: Engine, capacity: Capacity, known: Mapping[str, Frac
         free = (known or {}).get(name, Fraction(0))
         limit = free + policy.thresholds.get(name, Fraction(0))
         if amount > limit:
-            where = (f"the known headroom covers {cap.render_amounts({name: free}).get(name, 0)}"
+            where = (f"the known headroom covers {cap.render_amounts({name: free}, keep_zero=True)[name]}"
                      if known is not None else "no headroom is known")
             out.append(f"the rollout needs {raw} extra {name} while the old cluster still runs; {where}"
                        " (without room the new pods stay Pending and the rollout never finishes)")
@@ -724,8 +728,12 @@ Texts = str | Sequence[tuple[str, str]]
 def analyze(before_text: Texts, after_text: Texts, kuberay_version: str = "1.7.0",
             headroom: Mapping[str, Any] | None = None, policy: Mapping[str, Any] | None = None, *,
             live: Mapping[str, LiveCluster] | None = None, sources: tuple[str, str] = ("before", "after"),
-            limits: Limits | None = None, crd: str | None = None) -> Report:
+            limits: Limits | None = None, crd: str | None = None, before_is_live: bool = False) -> Report:
     """Analyse a change from ``before_text`` to ``after_text`` (YAML; ``""`` = nothing there).
+
+    ``before_is_live`` says the before side was read from the API server (Argo CD's live
+    state): its server defaults are then expected, and differences that vanish under the
+    operator's normalisation are not listed as no-op changes.
 
     Either text may also be a sequence of ``(source, text)`` pairs, e.g. one per file of a
     commit: RayServices are paired across all of them by (namespace, name). ``crd`` is an
@@ -741,7 +749,7 @@ def analyze(before_text: Texts, after_text: Texts, kuberay_version: str = "1.7.0
     """
     try:
         return _analyze(before_text, after_text, kuberay_version, headroom, policy, live=live,
-                        sources=sources, limits=limits, crd=crd)
+                        sources=sources, limits=limits, crd=crd, before_is_live=before_is_live)
     except RecursionError:
         raise ManifestError("the manifests nest too deeply to analyse") from None
 
@@ -749,12 +757,13 @@ def analyze(before_text: Texts, after_text: Texts, kuberay_version: str = "1.7.0
 def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
              headroom: Mapping[str, Any] | None, policy: Mapping[str, Any] | None, *,
              live: Mapping[str, LiveCluster] | None, sources: tuple[str, str],
-             limits: Limits | None, crd: str | None) -> Report:
+             limits: Limits | None, crd: str | None, before_is_live: bool) -> Report:
     rules = rules_for(kuberay_version)
     pol = Policy.from_mapping(policy)
     room = parse_headroom(headroom)
     lim = limits or Limits()
     engine = Engine(rules, pol, crd_schemas(crd) if crd else None)
+    engine.before_is_live = before_is_live
     befores, _ = collect_all(before_text, sources[0], lim)
     afters, apps = collect_all(after_text, sources[1], lim)
     resources = []
@@ -794,17 +803,13 @@ def cluster_divergence(rayservice: Mapping[str, Any], raycluster: Mapping[str, A
     is left is a change the operator has not applied (strategy None, a validation failure...).
     Both objects are plain dicts as read from the Kubernetes API.
     """
-    rules = rules_for(kuberay_version)
-    engine = Engine(rules, Policy())
+    engine = Engine(rules_for(kuberay_version), Policy())
     rs = strip_server_fields(dict(rayservice))
-    spec = dict(mapping(rs.get("spec")))
-    rc_spec = mapping(mapping(raycluster).get("spec"))
-    rs_m = Manifest(rs, Document(0, rs), "live RayService")
-    rc_obj = dict(rs)
-    rc_obj["spec"] = dict(spec, rayClusterConfig=rc_spec)
-    rc_m = Manifest(rc_obj, Document(0, rc_obj), "live RayCluster")
-    enc_rs, enc_rc = engine.hash_input(rs_m), engine.hash_input(rc_m)
-    if enc_rs == enc_rc:
-        return ()
-    diffs = engine.differ.diff(enc_rc, enc_rs, RCC, None, None)
-    return tuple(format_path(d.path) for d in diffs if not d.noop) or (format_path(RCC),)
+    rs_rcc = dig(rs, "spec", "rayClusterConfig")
+    rc_spec = dig(raycluster, "spec")
+    sch = engine.schemas.child(engine.schemas.child(engine.schemas.root("v1"), "spec"), "rayClusterConfig")
+    out = []
+    for d in engine.differ.diff(dict(rc_spec), dict(rs_rcc), RCC, sch, engine.gotypes.root):
+        if not d.noop and engine.rules.category_of(schema_path(d.path)).category == Category.CLUSTER_RECREATE:
+            out.append(format_path(d.path))
+    return tuple(out)

@@ -168,14 +168,18 @@ def surge_replicas(group: GroupSize, full: int, surge_percent: int) -> int:
     return min(max(group.min_replicas, need), group.max_replicas)
 
 
-def render_amounts(amounts: Mapping[str, Fraction], accelerators: Iterable[str] = ()) -> dict[str, Any]:
-    """Accelerators as integers first, then cpu, memory and the rest as quantity strings."""
+def render_amounts(amounts: Mapping[str, Fraction], accelerators: Iterable[str] = (), *,
+                   keep_zero: bool = False) -> dict[str, Any]:
+    """Accelerators as integers first, then cpu, memory and the rest as quantity strings.
+
+    Zero amounts are dropped unless ``keep_zero`` (a measured headroom of 0 is information).
+    """
     extra = tuple(accelerators)
     out: dict[str, Any] = {}
     keys = sorted(amounts, key=lambda k: (not is_accelerator(k, extra), k not in ("cpu", "memory"), k))
     for k in keys:
         v = amounts[k]
-        if v <= 0:
+        if v < 0 or (v == 0 and not keep_zero):
             continue
         if is_accelerator(k, extra):
             out[k] = math.ceil(v)

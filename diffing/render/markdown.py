@@ -35,10 +35,26 @@ def _cell(value: Any) -> str:
     return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
 
 
+def human(name: str, value: Any) -> str:
+    """``11500m`` CPU as ``11.5``, ``45568Mi`` memory as ``44.5Gi``: the JSON keeps exact quantities."""
+    if isinstance(value, int) or name not in ("cpu", "memory"):
+        return str(value)
+    try:
+        amount = Quantity.parse(value).value
+    except QuantityError:
+        return str(value)
+    if name == "cpu":
+        return f"{float(amount):.3f}".rstrip("0").rstrip(".")
+    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
+        if amount >= size:
+            return f"{float(amount) / size:.1f}".rstrip("0").rstrip(".") + unit
+    return str(value)
+
+
 def _amounts(amounts: dict[str, Any] | None) -> str:
     if not amounts:
         return "—"
-    return ", ".join(f"{k}: {v}" for k, v in amounts.items())
+    return ", ".join(f"{k}: {human(k, v)}" for k, v in amounts.items())
 
 
 def _accelerators(amounts: dict[str, Any]) -> str:
@@ -49,7 +65,7 @@ def _accelerators(amounts: dict[str, Any]) -> str:
 def _cpu_mem(amounts: dict[str, Any]) -> str:
     if "cpu" not in amounts and "memory" not in amounts:
         return "—"
-    return f"{amounts.get('cpu', '0')} / {amounts.get('memory', '0')}"
+    return f"{human('cpu', amounts.get('cpu', '0'))} / {human('memory', amounts.get('memory', '0'))}"
 
 
 def _header(report: Report) -> list[str]:
