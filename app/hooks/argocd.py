@@ -165,7 +165,8 @@ def run_presync(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     elif settings.live_basis == "off":
         _note("capacity basis: manifest (RAYSERVICE_IMPACT_LIVE_BASIS=off)")
 
-    report = diffing.analyze(before, after, live=live, sources=("live", "target"), **kwargs)
+    report = diffing.analyze(before, after, live=live, sources=("live", "target"), before_is_live=True,
+                             **kwargs)
     sys.stdout.write(format_report(report, args.format or "markdown"))
     sys.stdout.flush()
     code = report.exit_code
