@@ -368,3 +368,16 @@ def test_webhook_tokens_never_appear_in_logs(caplog):
     assert "github" in caplog.text
     assert TOKEN not in caplog.text
     assert json.dumps(TOKEN)[1:-1] not in caplog.text
+
+
+def test_webhook_route_is_off_without_a_secret():
+    from app.server import create_app
+    from app.settings import load_settings
+    from app.webhooks.github import build_router
+
+    assert build_router(load_settings(github_webhook_secret=None)) is None
+    assert build_router(load_settings(github_webhook_secret="")) is None
+    app = create_app(load_settings(github_webhook_secret=None, analysis_executor="thread"))
+    assert "/webhooks/github" not in {getattr(r, "path", "") for r in app.routes}
+    app = create_app(load_settings(github_webhook_secret="s", analysis_executor="thread"))
+    assert "/webhooks/github" in {getattr(r, "path", "") for r in app.routes}
