@@ -246,8 +246,11 @@ class Engine:
         if b.api_version != a.api_version:
             out.append(Difference(("apiVersion",), b.api_version, a.api_version, "modified", True,
                                   "same stored object"))
-        out.extend(self.differ.diff(mapping(b.obj.get("metadata")), mapping(a.obj.get("metadata")),
-                                    ("metadata",), None, None))
+        # name and namespace are the pairing key (a missing namespace is "default").
+        identity = ("name", "namespace")
+        bmeta = {k: v for k, v in mapping(b.obj.get("metadata")).items() if k not in identity}
+        ameta = {k: v for k, v in mapping(a.obj.get("metadata")).items() if k not in identity}
+        out.extend(self.differ.diff(bmeta, ameta, ("metadata",), None, None))
         bspec, aspec = mapping(b.obj.get("spec")), mapping(a.obj.get("spec"))
         sch = self.spec_schema(a)
         for key in list(bspec) + [k for k in aspec if k not in bspec]:

@@ -212,6 +212,12 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
     elif len(text) > limits.max_bytes:
         raise ManifestError(f"text is {len(text)} characters, over the {limits.max_bytes} limit",
                             source=source)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = text.count("\n", 0, exc.start) + 1
+        raise ManifestError(f"invalid Unicode (a lone surrogate, {text[exc.start]!r}) at character "
+                            f"{exc.start}", source=source, line=line) from None
     loader = _Constructor(text)
     # Without an anchor there is no alias, so values cannot expand: a cheap depth check is
     # enough (duplicate keys are caught while constructing).

@@ -96,3 +96,9 @@ def test_load_value_rejects_several_documents() -> None:
 def test_load_empty_and_comment_only_texts_have_no_values() -> None:
     assert load_documents("") == []
     assert [d.value for d in load_documents("# nothing\n")] == []
+
+
+def test_load_rejects_lone_surrogates_with_a_line() -> None:
+    with pytest.raises(ManifestError, match="lone surrogate") as exc:
+        load_documents("a: 1\nb: '\ud800'\n", source="body")
+    assert (exc.value.source, exc.value.line) == ("body", 2)

@@ -189,3 +189,21 @@ def test_markdown_truncation_keeps_the_verdict() -> None:
     assert short.startswith("## 🔴 rayservice-impact: **hold**")
     assert "truncated" in short
     assert diffing.render_markdown(report, max_chars=len(full)) == full
+
+
+def test_missing_namespace_equals_default_and_is_no_change() -> None:
+    base = sample("sample")
+    explicit = edited(base, lambda o: o["metadata"].__setitem__("namespace", "default"))
+    r = resource(base, explicit)
+    assert (r["action"], r["rollout"], r["changes"]) == ("unchanged", "none", [])
+
+
+def test_live_before_hides_server_default_noise() -> None:
+    target = sample("sample")
+    live = edited(target, lambda o: group(o).update(numOfHosts=1, priority=0),
+                  lambda o: o["metadata"].update(uid="u-1", resourceVersion="42", generation=3,
+                                                 finalizers=["ray.io/rayservice-finalizer"]),
+                  lambda o: o.__setitem__("status", {"serviceStatus": "Running"}))
+    report = diffing.analyze(dump(live), dump(target), before_is_live=True)
+    r = report.to_dict()["resources"][0]
+    assert (r["action"], r["rollout"], r["decision"], r["changes"]) == ("unchanged", "none", "approve", [])
