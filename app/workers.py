@@ -60,7 +60,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             job = {**job, **dict(zip(("before", "after"), texts_from_managed_resources(job["managed"]),
                                      strict=True))}
         report = diffing.analyze(job["before"], job["after"], job["kuberay_version"], job["headroom"],
-                                 job["policy"], sources=job["sources"], limits=limits)
+                                 job["policy"], sources=job["sources"], limits=limits,
+                                 before_is_live="managed" in job)
     except Exception as exc:  # noqa: BLE001 - mapped to an answer; 500 only for a core bug
         status, body, _ = error_for(exc)
         out: dict[str, Any] = {"status": status, "body": _dumps(body), "media_type": "application/json",
