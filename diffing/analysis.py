@@ -341,6 +341,7 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     b_def = engine.defaulted(before) if before else None
     a_def = engine.defaulted(after) if after else None
     schema_errors: list[tuple[Path, str]] = []
+    unknown: list[Path] = []
     op_problems: list[tuple[str, Path, str]] = []
     strategy_note = ""
 
@@ -374,7 +375,8 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     # 2. validation of the new manifest ------------------------------------------------------
     if after and a_def is not None and (before is None or pair.changes):
         spec_sch = engine.spec_schema(after)
-        schema_errors = validate(engine.schemas, after.obj.get("spec"), spec_sch, ("spec",))
+        schema_errors = validate(engine.schemas, after.obj.get("spec"), spec_sch, ("spec",),
+                                 unknown=unknown)
         if before is not None:
             schema_errors += transition_errors(engine.schemas, before.obj.get("spec"),
                                                after.obj.get("spec"), spec_sch, ("spec",))
@@ -410,7 +412,8 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     ctx = Context(engine=engine, before=before, after=after, b_def=b_def, a_def=a_def,
                   b_serve=b_serve, a_serve=a_serve, changes=pair.changes, real=pair.real,
                   rollout=rollout, autoscaling=autoscaling, schema_errors=schema_errors,
-                  op_problems=op_problems, live=live, argo_apps=argo_apps, capacity=capacity)
+                  op_problems=op_problems, live=live, argo_apps=argo_apps, capacity=capacity,
+                  unknown=unknown)
     pair.findings.extend(collect_findings(ctx))
 
     # 6. decision -----------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from .gojson import ABSENT
 from .kuberay import Category
 from .paths import Key, Path, format_path, schema_path
 from .report import Capacity, Change, Finding
-from .schema import unknown_fields
 from .values import dig, mapping, seq
 
 if TYPE_CHECKING:
@@ -46,6 +45,7 @@ class Context:
     live: LiveCluster | None
     argo_apps: list[Any]
     capacity: Capacity
+    unknown: list[Path]
 
     def finding(self, severity: str, code: str, path: Path | str, message: str) -> Finding:
         text = path if isinstance(path, str) else format_path(path)
@@ -89,12 +89,10 @@ def _schema(ctx: Context) -> Iterator[Finding]:
     for path, message in ctx.schema_errors:
         yield ctx.finding("error", "schema-violation", path,
                           f"the API server rejects this manifest: {message}")
-    if ctx.after is not None:
-        spec_sch = ctx.engine.spec_schema(ctx.after)
-        for path in unknown_fields(ctx.engine.schemas, ctx.after.obj.get("spec"), spec_sch, ("spec",)):
-            yield ctx.finding("warning", "unknown-field", path,
-                              "the CRD has no such field: kubectl's strict validation rejects it and "
-                              "other clients see it silently pruned")
+    for path in ctx.unknown:
+        yield ctx.finding("warning", "unknown-field", path,
+                          "the CRD has no such field: kubectl's strict validation rejects it and "
+                          "other clients see it silently pruned")
 
 
 @check

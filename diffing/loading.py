@@ -52,19 +52,20 @@ class _Constructor(_Loader):  # type: ignore[misc, valid-type]
         if isinstance(node, yaml.MappingNode):
             self.flatten_mapping(node)
         mapping: dict[str, Any] = {}
-        lines: dict[str, int] = {}
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, (list, dict)):
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, "found an unhashable key",
-                    key_node.start_mark)
-            key = _json_key(key)
-            if key in lines:
+            if type(key) is not str:
+                if isinstance(key, (list, dict)):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, "found an unhashable key",
+                        key_node.start_mark)
+                key = _json_key(key)
+            if key in mapping:
                 # The API server refuses duplicate keys; PyYAML would silently keep the last one.
+                first = next(k.start_mark.line + 1 for k, _ in node.value
+                             if _json_key(self.construct_object(k)) == key)
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first on line {lines[key]})", key_node.start_mark)
-            lines[key] = key_node.start_mark.line + 1
+                    None, None, f"duplicate key {key!r} (first on line {first})", key_node.start_mark)
             mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 

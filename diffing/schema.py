@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from .paths import Path, format_path
+from .paths import Path
 
 Schema = dict[str, Any]
 
@@ -86,10 +86,30 @@ class SchemaSet:
         keys = node.get("x-kubernetes-list-map-keys")
         return keys[0] if keys else None
 
+    def has_defaults(self, node: Schema | None) -> bool:
+        """Whether any default is declared at or below ``node`` (memoised per schema node)."""
+        node = self.resolve(node)
+        if node is None:
+            return False
+        key = id(node)
+        cache = self.__dict__.setdefault("_has_defaults", {})
+        if key not in cache:
+            cache[key] = False  # cycles cannot occur in a structural schema, but stay safe
+            subs = list((node.get("properties") or {}).values())
+            subs += [node[k] for k in ("items", "additionalProperties") if isinstance(node.get(k), dict)]
+            cache[key] = "default" in node or any(self.has_defaults(s) for s in subs)
+        return bool(cache[key])
+
     def default_fill(self, value: Any, node: Schema | None) -> Any:
-        """Apply pruning, null-dropping and defaults to ``value`` (a new value is returned)."""
+        """Apply null-dropping, defaults and pruning to ``value`` (a new value is returned).
+
+        Subtrees whose schema declares no default are returned as they are (not pruned): the
+        defaulted view feeds capacity and findings, which read known fields only.
+        """
         node = self.resolve(node)
         if node is None or node.get("x-kubernetes-preserve-unknown-fields") and "properties" not in node:
+            return value
+        if not self.has_defaults(node):
             return value
         if isinstance(value, dict) and node.get("type", "object") == "object":
             props = node.get("properties")
@@ -153,14 +173,14 @@ def _pattern(text: str) -> re.Pattern[str]:
 
 
 def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (),
-             errors: list[tuple[Path, str]] | None = None, limit: int = 50
-             ) -> list[tuple[Path, str]]:
+             errors: list[tuple[Path, str]] | None = None, limit: int = 50,
+             unknown: list[Path] | None = None) -> list[tuple[Path, str]]:
     """Schema violations the API server would reject, as ``(path, message)`` pairs.
 
     Covers the structural subset a CRD uses: types (int-or-string included), ``required``,
     ``enum``, ``minimum``/``maximum``, string lengths, ``pattern``, integer formats, and the
     stateless CEL rule of the RayService CRD (``managedBy`` values). Unknown fields are not
-    errors here (the server prunes them); the analysis reports them separately.
+    errors (the server prunes them); their paths are appended to ``unknown`` when given.
     """
     if errors is None:
         errors = []
@@ -205,12 +225,14 @@ def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (
         for key, item in value.items():
             child = schemas.child(node, key)
             if child is not None:
-                validate(schemas, item, child, path + (key,), errors, limit)
+                validate(schemas, item, child, path + (key,), errors, limit, unknown)
+            elif unknown is not None and len(unknown) < limit:
+                unknown.append(path + (key,))
     elif isinstance(value, list):
         items = schemas.resolve(node.get("items")) if isinstance(node.get("items"), dict) else None
         if items is not None:
             for i, item in enumerate(value):
-                validate(schemas, item, items, path + (i,), errors, limit)
+                validate(schemas, item, items, path + (i,), errors, limit, unknown)
     return errors
 
 
@@ -237,31 +259,10 @@ def transition_errors(schemas: SchemaSet, before: Any, after: Any, node: Schema 
     return errors
 
 
-def unknown_fields(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (),
-                   out: list[Path] | None = None, limit: int = 20) -> list[Path]:
-    """Paths of fields the schema does not know (the API server prunes or rejects them)."""
-    if out is None:
-        out = []
-    node = schemas.resolve(node)
-    if node is None or len(out) >= limit or node.get("x-kubernetes-preserve-unknown-fields"):
-        return out
-    if isinstance(value, dict):
-        for key, item in value.items():
-            child = schemas.child(node, key)
-            if child is None:
-                out.append(path + (key,))
-            else:
-                unknown_fields(schemas, item, child, path + (key,), out, limit)
-    elif isinstance(value, list) and isinstance(node.get("items"), dict):
-        for i, item in enumerate(value):
-            unknown_fields(schemas, item, node["items"], path + (i,), out, limit)
-    return out
-
-
 def _short(value: Any) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
 
-__all__ = ["SchemaSet", "validate", "unknown_fields", "format_path"]
+__all__ = ["SchemaSet", "transition_errors", "validate"]
