@@ -177,9 +177,10 @@ def test_argocd_live_with_server_fields_and_defaults_is_no_rollout(analysis_serv
                     json=managed_body(live, target))
     report = response.json()
     resource = report["resources"][0]
+    # The live side is the API server's view: its defaults and server fields are no change at all.
     assert (response.status_code, report["decision"], resource["rollout"], resource["action"]) == (
-        200, "approve", "none", "updated")
-    assert {c["category"] for c in resource["changes"]} <= {"no-op"}
+        200, "approve", "none", "unchanged")
+    assert resource["changes"] == []
 
 
 def test_argocd_target_change_is_analysed_live_to_target(analysis_service):
