@@ -4,10 +4,29 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 DEFAULT_PATHSPECS = ("*.yaml", "*.yml")
 RAYSERVICE_HINT = re.compile(r"^\s*kind:\s*[\"']?RayService[\"']?\s*$", re.MULTILINE)
+
+
+Texts = list[tuple[str, str]]
+
+
+def rayservice_texts(files: Iterable[tuple[str, str, str, str]]) -> tuple[Texts, Texts]:
+    """(before, after) ``(source, text)`` lists from ``(before source, before text, after source,
+    after text)`` per changed file, keeping only files with a RayService on either side (a cheap
+    text test: other files are never parsed, so a broken Helm template elsewhere is no error)."""
+    befores: Texts = []
+    afters: Texts = []
+    for b_source, b, a_source, a in files:
+        if not (RAYSERVICE_HINT.search(b) or RAYSERVICE_HINT.search(a)):
+            continue
+        if b:
+            befores.append((b_source, b))
+        if a:
+            afters.append((a_source, a))
+    return befores, afters
 
 
 class GitError(Exception):
@@ -46,8 +65,7 @@ def changed_manifests(repo: str, base: str, head: str, pathspecs: Sequence[str] 
     out = _git(repo, "diff", "--name-status", "-z", "-M", base, head, "--",
                *(pathspecs or DEFAULT_PATHSPECS))
     fields = out.decode("utf-8", errors="replace").split("\0")
-    befores: list[tuple[str, str]] = []
-    afters: list[tuple[str, str]] = []
+    files: list[tuple[str, str, str, str]] = []
     i = 0
     while i < len(fields) and fields[i]:
         status = fields[i]
@@ -59,10 +77,5 @@ def changed_manifests(repo: str, base: str, head: str, pathspecs: Sequence[str] 
             i += 2
         b = "" if status[0] == "A" else _show(repo, base, old)
         a = "" if status[0] == "D" else _show(repo, head, new)
-        if not (RAYSERVICE_HINT.search(b) or RAYSERVICE_HINT.search(a)):
-            continue
-        if b:
-            befores.append((f"{base}:{old}", b))
-        if a:
-            afters.append((f"{head}:{new}", a))
-    return befores, afters
+        files.append((f"{base}:{old}", b, f"{head}:{new}", a))
+    return rayservice_texts(files)

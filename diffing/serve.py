@@ -10,6 +10,7 @@ to Serve.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,15 +100,19 @@ def diff(before: ServeConfig, after: ServeConfig) -> list[ServeChange]:
     return out
 
 
-def _walk_config(b: dict[str, Any], a: dict[str, Any], out: list[ServeChange]) -> None:
+def _changed_keys(b: dict[str, Any], a: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:
     for key in list(b) + [k for k in a if k not in b]:
         bv, av = b.get(key, ABSENT), a.get(key, ABSENT)
-        if bv == av:
-            continue
+        if bv != av:
+            yield key, bv, av
+
+
+def _walk_config(b: dict[str, Any], a: dict[str, Any], out: list[ServeChange]) -> None:
+    for key, bv, av in _changed_keys(b, a):
         path = SERVE_PATH + (key,)
         bapps, aapps = (_keyed(bv), _keyed(av)) if key == "applications" else (None, None)
         if bapps is not None and aapps is not None:
-            _walk_apps(bapps, aapps, path, out)
+            _walk_named(bapps, aapps, path, 0, out)
         elif key in ("http_options", "grpc_options", "proxy_location"):
             out.append(ServeChange(path, bv, av, "not-applied-at-runtime"))
         else:
@@ -115,42 +120,29 @@ def _walk_config(b: dict[str, Any], a: dict[str, Any], out: list[ServeChange]) -
                                    else "replica-restart"))
 
 
-def _walk_apps(b: dict[str, Any], a: dict[str, Any], path: Path, out: list[ServeChange]) -> None:
+# Per level of named items: what they are, the options Serve applies in place, the child list.
+_LEVELS = (("application", APP_LIGHTWEIGHT, "deployments"), ("deployment", LIGHTWEIGHT, None))
+
+
+def _walk_named(b: dict[str, Any], a: dict[str, Any], path: Path, level: int,
+                out: list[ServeChange]) -> None:
+    what, lightweight, child = _LEVELS[level]
     for name in list(b) + [n for n in a if n not in b]:
         seg = path + (Key("name", name),)
         if name not in a:
-            out.append(ServeChange(seg, b[name], ABSENT, "application-removed"))
+            out.append(ServeChange(seg, b[name], ABSENT, f"{what}-removed"))
         elif name not in b:
-            out.append(ServeChange(seg, ABSENT, a[name], "application-added"))
-        elif b[name] != a[name]:
-            bapp, aapp = b[name], a[name]
-            for key in list(bapp) + [k for k in aapp if k not in bapp]:
-                bv, av = bapp.get(key, ABSENT), aapp.get(key, ABSENT)
-                if bv == av:
-                    continue
-                bdeps, adeps = (_keyed(bv if bv is not ABSENT else []),
-                                _keyed(av if av is not ABSENT else [])) if key == "deployments" \
-                    else (None, None)
-                if bdeps is not None and adeps is not None:
-                    _walk_deployments(bdeps, adeps, seg + (key,), out)
-                else:
-                    detail = "lightweight" if key in APP_LIGHTWEIGHT else "replica-restart"
-                    out.append(ServeChange(seg + (key,), bv, av, detail))
-
-
-def _walk_deployments(b: dict[str, Any], a: dict[str, Any], path: Path, out: list[ServeChange]) -> None:
-    for name in list(b) + [n for n in a if n not in b]:
-        seg = path + (Key("name", name),)
-        if name not in a:
-            out.append(ServeChange(seg, b[name], ABSENT, "deployment-removed"))
-        elif name not in b:
-            out.append(ServeChange(seg, ABSENT, a[name], "deployment-added"))
-        elif b[name] != a[name]:
-            for key in list(b[name]) + [k for k in a[name] if k not in b[name]]:
-                bv, av = b[name].get(key, ABSENT), a[name].get(key, ABSENT)
-                if bv != av:
-                    detail = "lightweight" if key in LIGHTWEIGHT else "replica-restart"
-                    out.append(ServeChange(seg + (key,), bv, av, detail))
+            out.append(ServeChange(seg, ABSENT, a[name], f"{what}-added"))
+        else:
+            for key, bv, av in _changed_keys(b[name], a[name]):
+                if key == child:
+                    bk = _keyed(bv if bv is not ABSENT else [])
+                    ak = _keyed(av if av is not ABSENT else [])
+                    if bk is not None and ak is not None:
+                        _walk_named(bk, ak, seg + (key,), level + 1, out)
+                        continue
+                detail = "lightweight" if key in lightweight else "replica-restart"
+                out.append(ServeChange(seg + (key,), bv, av, detail))
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.clients.github import GitHubClient
-from app.gitdiff import RAYSERVICE_HINT
+from app.gitdiff import Texts, rayservice_texts
 
 YAML_SUFFIXES = (".yaml", ".yml")
 FILES_CAP = 3000  # GitHub lists at most this many files of a pull request
 FETCH_CONCURRENCY = 4
 
-Texts = list[tuple[str, str]]
 
 
 class PayloadError(ValueError):
@@ -97,13 +96,7 @@ async def fetch_change(gh: GitHubClient, pr: PullRequest) -> Change:
 
     texts = await asyncio.gather(*(asyncio.gather(read(b, pr.base_sha), read(h, pr.head_sha))
                                    for b, h in plans))
-    before: Texts = []
-    after: Texts = []
-    for (base, head), (b, a) in zip(plans, texts, strict=True):
-        if not (RAYSERVICE_HINT.search(b) or RAYSERVICE_HINT.search(a)):
-            continue
-        if b:
-            before.append((f"{pr.base_sha[:7]}:{base}", b))
-        if a:
-            after.append((f"{pr.head_sha[:7]}:{head}", a))
+    before, after = rayservice_texts(
+        (f"{pr.base_sha[:7]}:{base}", b, f"{pr.head_sha[:7]}:{head}", a)
+        for (base, head), (b, a) in zip(plans, texts, strict=True))
     return Change(before, after, listed, len(plans))
