@@ -19,6 +19,7 @@ class Service:
     pool: AnalysisPool
     cache: ResultCache
     metrics: Metrics
+    live_enabled: bool = False  # the live basis: in-cluster or a kubeconfig, and not switched off
 
 
 def get_service(request: Request) -> Service:

@@ -30,7 +30,10 @@ when one exists but does not work (a service may log it and fall back to ``None`
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
+import os
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
@@ -39,7 +42,9 @@ import diffing
 from diffing import capacity as cap
 from diffing.quantity import Quantity, QuantityError
 
-from .clients.kubernetes import KubeReader, KubernetesError, connect
+from .clients.kubernetes import KubeReader, KubernetesError, connect, kubeconfig_paths
+
+log = logging.getLogger("rayservice_impact.live")
 
 ORIGIN_LABEL = "ray.io/originated-from-cr-name"
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -322,5 +327,40 @@ def live_basis_for(keys: Iterable[str], *, targets: Mapping[str, Obj] | None = N
         conn.api.close()
 
 
+def kubernetes_configured() -> bool:
+    """Whether a Kubernetes configuration is present (in-cluster or kubeconfig), without calling it."""
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return True
+    return any(p.is_file() for p in kubeconfig_paths())
+
+
+async def live_basis_for_texts(after: Any, *, enabled: bool, kuberay_version: str,
+                               headroom: Mapping[str, Any] | None, timeout: float,
+                               accelerators: Iterable[str] = ()) -> dict[str, diffing.LiveCluster] | None:
+    """The live basis for the RayServices of an after text, for the HTTP and GitHub flows.
+
+    ``None`` (manifest basis) when disabled, when the text cannot be read (the analysis will
+    report that), when it holds no RayService, or when Kubernetes cannot be used (logged).
+    The Kubernetes client is synchronous, so it runs in a thread.
+    """
+    if not enabled:
+        return None
+    try:
+        targets = await asyncio.to_thread(diffing.rayservice_objects, after)
+    except diffing.DiffingError:
+        return None
+    if not targets:
+        return None
+    try:
+        return await asyncio.to_thread(live_basis_for, list(targets), targets=targets,
+                                       kuberay_version=kuberay_version, accelerators=accelerators,
+                                       headroom=headroom, timeout=timeout)
+    except KubernetesError as exc:
+        log.warning("live basis unavailable, using the "
+                                                            "manifests: %s", exc)
+        return None
+
+
 __all__ = ["KubernetesError", "accelerator_headroom", "free_accelerators", "live_basis_for",
-           "node_accepts", "pod_requests", "read_live_basis", "tolerates", "worker_replicas"]
+           "kubernetes_configured", "live_basis_for_texts", "node_accepts", "pod_requests",
+           "read_live_basis", "tolerates", "worker_replicas"]

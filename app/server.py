@@ -20,6 +20,7 @@ from fastapi.openapi.utils import get_openapi
 from .api import analyze, health
 from .deps import Service
 from .errors import install_error_handlers
+from .live import kubernetes_configured
 from .metrics import Metrics
 from .middleware import BodyLimitMiddleware, ObserveMiddleware
 from .schemas import AnalyzeRequest, ManagedResourcesRequest, component_schemas
@@ -37,6 +38,7 @@ def create_app(settings: Settings) -> FastAPI:
         pool=AnalysisPool(settings.analysis_workers, settings.analysis_queue, settings.analysis_executor),
         cache=ResultCache(settings.analysis_cache_entries),
         metrics=Metrics(),
+        live_enabled=settings.live_basis == "auto" and kubernetes_configured(),
     )
 
     @contextlib.asynccontextmanager

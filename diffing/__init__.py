@@ -8,7 +8,7 @@
 Nothing here reads files, the network or the environment; :mod:`app` does that.
 """
 
-from .analysis import analyze, cluster_divergence, strip_server_fields
+from .analysis import analyze, cluster_divergence, rayservice_objects, strip_server_fields
 from .errors import DiffingError, ManifestError, PolicyError, UnsupportedVersionError
 from .kuberay import SUPPORTED as SUPPORTED_VERSIONS
 from .kuberay import Category
@@ -35,6 +35,7 @@ __all__ = [
     "UnsupportedVersionError",
     "analyze",
     "cluster_divergence",
+    "rayservice_objects",
     "render_markdown",
     "strip_server_fields",
 ]

@@ -144,6 +144,12 @@ def collect_all(texts: Texts, source: str, limits: Limits
     return found, apps
 
 
+def rayservice_objects(texts: Texts, source: str = "after") -> dict[str, dict[str, Any]]:
+    """The RayServices of ``texts`` by ``"namespace/name"`` (for a caller that looks them up live)."""
+    found, _ = collect_all(texts, source, Limits())
+    return {f"{ns}/{name}": m.obj for (ns, name), m in found.items()}
+
+
 def crd_schemas(crd_text: str) -> SchemaSet:
     """A SchemaSet from a user-supplied RayService CRD (``--crd``)."""
     value = load_documents(crd_text, source="crd")

@@ -11,6 +11,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..deps import Service, ServiceDep
 from ..errors import InvalidRequest, MalformedJSON, UnsupportedMediaType, describe_validation
+from ..live import live_basis_for_texts
+from ..managed import ManagedResourcesError, texts_from_managed_resources
 from ..schemas import (
     REPORT_RESPONSES,
     AnalyzeRequest,
@@ -64,10 +66,10 @@ def _check_text(name: str, text: str) -> None:
         raise InvalidRequest(f"{name}: not valid Unicode ({where})") from None
 
 
-async def answer(request: Request, service: Service, key: bytes, job: dict[str, Any]) -> Response:
-    """Run a job through the cache and the pool, record it, and answer."""
+async def answer(request: Request, service: Service, key: bytes | None, job: dict[str, Any]) -> Response:
+    """Run a job through the cache (unless ``key`` is None) and the pool, record it, and answer."""
     state = request.scope.setdefault("state", {})
-    result = service.cache.get(key)
+    result = service.cache.get(key) if key is not None else None
     state["cache"] = result is not None
     if result is None:
         service.metrics.in_flight.set(service.pool.in_flight + 1)
@@ -78,7 +80,8 @@ async def answer(request: Request, service: Service, key: bytes, job: dict[str, 
             raise
         finally:
             service.metrics.in_flight.set(service.pool.in_flight)
-        service.cache.put(key, result)
+        if key is not None:
+            service.cache.put(key, result)
     else:
         service.metrics.cache_hits.inc()
     if "decision" in result:
@@ -136,9 +139,18 @@ async def analyze(request: Request, service: ServiceDep, format: Format = "json"
         _check_depth("policy", body.policy)
         job = _job(service, format, body.kuberayVersion, before=body.before, after=body.after,
                    headroom=body.headroom, policy=body.policy if body.policy is not None else service.policy)
+        live = await _live(service, job, body.after)
+        if live:
+            job["live"], key = live, None  # the cluster changes under us: never cached
     else:
         job = {}
     return await answer(request, service, key, job)
+
+
+async def _live(service: Service, job: dict[str, Any], after: Any) -> dict[str, Any] | None:
+    return await live_basis_for_texts(
+        after, enabled=service.live_enabled, kuberay_version=job["kuberay_version"],
+        headroom=job["headroom"], timeout=service.settings.kubernetes_timeout_seconds)
 
 
 @router.post("/v1/argocd/managed-resources", response_model=ReportResponse, responses=REPORT_RESPONSES,
@@ -151,6 +163,14 @@ async def argocd_managed_resources(request: Request, service: ServiceDep, format
     if service.cache.get(key) is None:
         managed: ManagedResourcesRequest = validate(ManagedResourcesRequest, value)
         job = _job(service, format, kuberayVersion, managed=_trimmed(managed), sources=("live", "target"))
+        if service.live_enabled:
+            try:
+                _, targets = texts_from_managed_resources(job["managed"])
+            except ManagedResourcesError:
+                targets = []  # the worker answers the 4xx
+            live = await _live(service, job, targets)
+            if live:
+                job["live"], key = live, None
     else:
         job = {}
     return await answer(request, service, key, job)

@@ -43,7 +43,7 @@ class Connection:
     host: str
 
 
-def _kubeconfig_paths() -> list[Path]:
+def kubeconfig_paths() -> list[Path]:
     raw = os.environ.get("KUBECONFIG")
     if raw is not None:
         return [Path(p).expanduser() for p in raw.split(os.pathsep) if p]
@@ -61,7 +61,7 @@ def connect(*, timeout: float = 10.0) -> Connection | None:
         except ConfigException:
             source = ""
     if not source:
-        paths = [p for p in _kubeconfig_paths() if p.is_file()]
+        paths = [p for p in kubeconfig_paths() if p.is_file()]
         if not paths:
             return None
         joined = os.pathsep.join(str(p) for p in paths)

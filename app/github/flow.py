@@ -11,6 +11,7 @@ from typing import Any
 
 import diffing
 from app.clients.github import GitHubClient, GitHubError
+from app.live import live_basis_for_texts
 
 from .change import PullRequest, fetch_change
 from .comment import (
@@ -32,6 +33,8 @@ class AnalysisOptions:
     kuberay_version: str = "1.7.0"
     policy: dict[str, Any] | None = None
     timeout: float = 10.0
+    live_enabled: bool = False  # live basis from the Kubernetes API (the service runs in-cluster)
+    kubernetes_timeout: float = 10.0
 
 
 @dataclass(slots=True)
@@ -48,11 +51,14 @@ class Outcome:
 
 async def analyse(change_before: list[tuple[str, str]], change_after: list[tuple[str, str]],
                   options: AnalysisOptions) -> diffing.Report:
-    """The pure core in a worker thread, bounded by ``options.timeout``."""
+    """The pure core in a worker thread, bounded by ``options.timeout``; live basis when enabled."""
+    live = await live_basis_for_texts(change_after, enabled=options.live_enabled,
+                                      kuberay_version=options.kuberay_version, headroom=None,
+                                      timeout=options.kubernetes_timeout)
     return await asyncio.wait_for(
         asyncio.to_thread(diffing.analyze, change_before, change_after,
                           kuberay_version=options.kuberay_version, policy=options.policy,
-                          sources=("base", "head")),
+                          sources=("base", "head"), live=live),
         timeout=options.timeout)
 
 

@@ -23,6 +23,12 @@ from app.clients.github import AppAuth, GitHubClient, GitHubError, RetryPolicy, 
 from app.github.change import PayloadError, PullRequest
 from app.github.dispatch import Dispatcher
 from app.github.flow import AnalysisOptions, Outcome, run_pull_request
+from app.live import kubernetes_configured
+
+
+def live_enabled(settings: Any) -> bool:
+    """The live basis is used when the service can reach Kubernetes and it is not switched off."""
+    return getattr(settings, "live_basis", "off") == "auto" and kubernetes_configured()
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +59,8 @@ def should_analyse(event: str, payload: dict[str, Any]) -> tuple[bool, str]:
 
 # Tuning knobs, overridable as RAYSERVICE_IMPACT_<NAME> once Settings declares them.
 TUNING = {"analysis_timeout_seconds": 10.0, "github_workers": 4, "github_max_pending": 1000,
-          "github_retry_budget_seconds": 120.0, "github_write_interval_seconds": 1.0}
+          "github_retry_budget_seconds": 120.0, "github_write_interval_seconds": 1.0,
+          "kubernetes_timeout_seconds": 10.0}
 
 
 def _tuning(settings: Any, name: str) -> Any:
@@ -72,9 +79,10 @@ class GitHubService:
         self.settings = settings
         self.secret = settings.github_webhook_secret.get_secret_value().encode()
         self.max_body = int(getattr(settings, "max_body_bytes", 5 * 1024 * 1024))
-        self.options = AnalysisOptions(kuberay_version=settings.kuberay_version,
-                                       policy=settings.load_policy(),
-                                       timeout=float(_tuning(settings, "analysis_timeout_seconds")))
+        self.options = AnalysisOptions(
+            kuberay_version=settings.kuberay_version, policy=settings.load_policy(),
+            timeout=float(_tuning(settings, "analysis_timeout_seconds")), live_enabled=live_enabled(settings),
+            kubernetes_timeout=float(_tuning(settings, "kubernetes_timeout_seconds")))
         self.retry = RetryPolicy(budget=float(_tuning(settings, "github_retry_budget_seconds")),
                                  write_interval=float(_tuning(settings, "github_write_interval_seconds")))
         self.app_auth: AppAuth | None = None

@@ -25,6 +25,6 @@ def analysis_service() -> Iterator[LiveService]:
     """The HTTP service on a real uvicorn server (process pool of 2), for the whole session."""
     app = create_app(load_settings(max_body_bytes=ANALYSIS_MAX_BODY_BYTES, analysis_workers=2,
                                    analysis_queue=8, analysis_timeout_seconds=20, policy_file=None,
-                                   kuberay_version="1.7.0"))
+                                   kuberay_version="1.7.0", live_basis="off"))
     with running_server(app) as base_url:
         yield LiveService(base_url, app)

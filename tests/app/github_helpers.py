@@ -100,7 +100,7 @@ def github_service(standin: GitHubStandIn | None = None, *, prefix: str = "",
     with running_server(standin.app, ready_path=None) as github_url:
         values = {"github_webhook_secret": SECRET, "github_api_url": github_url + prefix,
                   "github_token": TOKEN, "github_write_interval_seconds": 0.0,
-                  "analysis_executor": "thread", **settings}
+                  "analysis_executor": "thread", "live_basis": "off", **settings}
         app = create_app(load_settings(**values))
         with running_server(app) as base_url:
             yield base_url, standin

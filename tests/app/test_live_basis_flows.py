@@ -1,0 +1,122 @@
+"""The live basis in the HTTP service and the GitHub flow, through the real ``kubernetes`` client
+against the Kubernetes stand-in (a kubeconfig points at it)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from app.github.flow import AnalysisOptions, analyse
+from app.server import create_app
+from app.settings import load_settings
+
+try:
+    from . import argocd_standins as s
+    from .serverutil import running_server
+except ImportError:  # tests/app is not a package
+    import argocd_standins as s  # type: ignore[no-redef]
+    from serverutil import running_server  # type: ignore[no-redef]
+
+ACTIVE = "stable-diffusion-7xk2q"
+TOLERATION = [{"key": "ray.io/node-type", "operator": "Equal", "value": "worker", "effect": "NoSchedule"}]
+
+
+def _manifests() -> tuple[dict[str, Any], dict[str, Any]]:
+    base = s.target_state(s.sample(), "app")
+    base["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] = True
+    bumped = copy.deepcopy(base)
+    for spec in [bumped["spec"]["rayClusterConfig"]["headGroupSpec"]] + \
+            bumped["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        spec["template"]["spec"]["containers"][0]["image"] = "rayproject/ray-ml:2.47.0-py39-gpu"
+    return base, bumped
+
+
+def _kube(free_gpus: int) -> s.Kubernetes:
+    base, _ = _manifests()
+    live = s.live_state(base, active=ACTIVE)
+    cluster = s.raycluster(live, ACTIVE, {"gpu-group": 3})  # the autoscaler runs 3, Git says 1
+    pods = [s.pod(f"{ACTIVE}-gpu-{i}", "ml", "gpu-node", gpus=1, tolerations=TOLERATION) for i in range(3)]
+    return s.Kubernetes(rayservices=[live], rayclusters=[cluster], pods=pods,
+                        nodes=[s.node("gpu-node", gpus=3 + free_gpus)])
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    def serve(kube: s.Kubernetes) -> Any:
+        ctx = s.serve(kube)
+        url = ctx.__enter__()
+        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        monkeypatch.setenv("KUBECONFIG", str(s.write_kubeconfig(tmp_path / "kubeconfig", url)))
+        opened.append(ctx)
+        return kube
+
+    opened: list[Any] = []
+    yield serve
+    for ctx in opened:
+        ctx.__exit__(None, None, None)
+
+
+def _post(base_url: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    body = {"before": yaml.safe_dump(before), "after": yaml.safe_dump(after)}
+    response = httpx.post(f"{base_url}/v1/analyze", json=body, timeout=30)
+    assert response.status_code == 200, response.text
+    return response.json()["resources"][0]
+
+
+@pytest.mark.parametrize(("free", "decision"), [(2, "hold"), (3, "approve")])
+def test_service_uses_the_live_basis_when_kubernetes_is_configured(kubeconfig: Any, free: int,
+                                                                   decision: str) -> None:
+    kube = kubeconfig(_kube(free))
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto"))
+    before, after = _manifests()
+    with running_server(app) as base_url:
+        r = _post(base_url, before, after)
+        again = _post(base_url, before, after)
+    assert (r["capacity"]["basis"], r["capacity"]["extra"]["nvidia.com/gpu"]) == ("live", 3)
+    assert r["capacity"]["headroom"] == {"nvidia.com/gpu": free}
+    assert r["decision"] == decision
+    assert again == r
+    lists = [p for p in kube.requests if p.startswith("/api/v1/nodes")]
+    assert len(lists) == 2  # answered live twice: never from the cache
+
+
+def test_service_live_basis_off_keeps_the_manifest_basis(kubeconfig: Any) -> None:
+    kube = kubeconfig(_kube(0))
+    app = create_app(load_settings(analysis_executor="thread", live_basis="off"))
+    before, after = _manifests()
+    with running_server(app) as base_url:
+        r = _post(base_url, before, after)
+    assert (r["capacity"]["basis"], r["capacity"]["extra"]["nvidia.com/gpu"]) == ("manifest", 1)
+    assert kube.requests == []
+
+
+def test_service_falls_back_to_manifests_when_kubernetes_refuses(kubeconfig: Any) -> None:
+    kube = _kube(2)
+    kube.token = "another-token"  # our kubeconfig's token is rejected: 401
+    kubeconfig(kube)
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto"))
+    before, after = _manifests()
+    with running_server(app) as base_url:
+        r = _post(base_url, before, after)
+    assert r["capacity"]["basis"] == "manifest"
+    assert kube.requests  # it tried
+
+
+def test_github_flow_analysis_uses_the_live_basis(kubeconfig: Any) -> None:
+    kubeconfig(_kube(5))
+    before, after = _manifests()
+    report = asyncio.run(analyse([("base:rs.yaml", yaml.safe_dump(before))],
+                                 [("head:rs.yaml", yaml.safe_dump(after))],
+                                 AnalysisOptions(live_enabled=True, timeout=30)))
+    capacity = report.to_dict()["resources"][0]["capacity"]
+    assert (capacity["basis"], capacity["extra"]["nvidia.com/gpu"], capacity["headroom"]) == (
+        "live", 3, {"nvidia.com/gpu": 5})
+    assert json.dumps(report.to_dict())
