@@ -119,24 +119,18 @@ class GoTypes:
                 if enc is not OMIT:
                     out[key] = enc
             return out
-        if kind == "slice":
+        if kind in ("slice", "map"):
+            # nil encodes as null unless omitempty; empty is [] / {} unless omitempty.
             if value is ABSENT:
                 return OMIT if omit == "len==0" else None
-            if not isinstance(value, list):
+            if not isinstance(value, list if kind == "slice" else dict):
                 return _plain(value)
             if not value and omit == "len==0":
                 return OMIT
             et = self.element(t)
-            items = schemas.child(sch, 0) if sch is not None else None
-            return [_not_omitted(self.encode(v, et, schemas, items)) for v in value]
-        if kind == "map":
-            if value is ABSENT:
-                return OMIT if omit == "len==0" else None
-            if not isinstance(value, dict):
-                return _plain(value)
-            if not value and omit == "len==0":
-                return OMIT
-            et = self.element(t)
+            if isinstance(value, list):
+                items = schemas.child(sch, 0) if sch is not None else None
+                return [_not_omitted(self.encode(v, et, schemas, items)) for v in value]
             return {k: _not_omitted(self.encode(v, et, schemas, schemas.child(sch, k) if sch else None))
                     for k, v in sorted(value.items())}
         if kind == "quantity":

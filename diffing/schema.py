@@ -151,20 +151,12 @@ def _type_ok(node: Schema, value: Any) -> bool:
     return _TYPE_CHECKS.get(expected, lambda v: True)(value)
 
 
+_TYPE_NAMES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"),
+               (dict, "object"))  # bool before int: a bool is an int in Python
+
+
 def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
+    return next((name for typ, name in _TYPE_NAMES if isinstance(value, typ)), "null")
 
 
 @lru_cache(maxsize=256)
