@@ -8,12 +8,13 @@
 Nothing here reads files, the network or the environment; :mod:`app` does that.
 """
 
-from .analysis import analyze, cluster_divergence, rayservice_objects, strip_server_fields
+from .analysis import analyze, cluster_divergence
 from .errors import DiffingError, ManifestError, PolicyError, UnsupportedVersionError
 from .kuberay import SUPPORTED as SUPPORTED_VERSIONS
 from .kuberay import Category
 from .live import LiveCluster
 from .loading import Limits
+from .manifests import rayservice_objects, strip_server_fields
 from .policy import Policy
 from .render.markdown import render_markdown
 from .report import Capacity, Change, Finding, Report, ResourceReport

@@ -20,8 +20,9 @@ from .report import Capacity, Change, Finding
 from .values import dig, mapping, seq
 
 if TYPE_CHECKING:
-    from .analysis import Engine, Manifest
+    from .engine import Engine
     from .live import LiveCluster
+    from .manifests import Manifest
 
 RCC: Path = ("spec", "rayClusterConfig")
 _TAG = re.compile(r":(?P<tag>[^/@:]+)$")

@@ -7,14 +7,14 @@ from fractions import Fraction
 import pytest
 
 from diffing import capacity as cap
-from diffing.analysis import _tables
 from diffing.diff import Differ
+from diffing.engine import tables
 from diffing.gojson import ABSENT, OMIT, struct
 from diffing.kuberay import Category, rules_for
 from diffing.paths import Key, format_path
 from diffing.validation import validate_rayservice
 
-SCHEMAS, GO = _tables((1, 7))
+SCHEMAS, GO = tables((1, 7))
 RCC_SCH = SCHEMAS.child(SCHEMAS.child(SCHEMAS.root("v1"), "spec"), "rayClusterConfig")
 GROUP_SCH = SCHEMAS.child(SCHEMAS.child(RCC_SCH, "workerGroupSpecs"), 0)
 CONTAINER = struct("core/v1.Container")

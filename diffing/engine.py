@@ -1,0 +1,154 @@
+"""The operator's view of one KubeRay version: API-server defaults, Go encoding, the cluster hash."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from .diff import Differ, Difference
+from .gojson import ABSENT, OMIT, GoTypes, TypeDesc, struct
+from .kuberay import VersionRules, schema_data
+from .manifests import Manifest
+from .paths import Path
+from .policy import Policy
+from .schema import Schema, SchemaSet
+from .values import dig, mapping, seq
+
+RCC: Path = ("spec", "rayClusterConfig")
+
+
+@lru_cache(maxsize=4)
+def tables(minor: tuple[int, int]) -> tuple[SchemaSet, GoTypes]:
+    schema_json, go_json = schema_data(minor)
+    return SchemaSet(schema_json), GoTypes(go_json)
+
+
+class Engine:
+    """Analysis for one KubeRay version and policy."""
+
+    def __init__(self, rules: VersionRules, policy: Policy, schemas: SchemaSet | None = None) -> None:
+        self.rules = rules
+        self.policy = policy
+        self.schemas, self.gotypes = tables(rules.minor)
+        if schemas is not None:
+            self.schemas = schemas
+        self.differ = Differ(self.schemas, self.gotypes)
+        self.before_is_live = False
+
+    # -- API server view -------------------------------------------------------------------
+
+    def schema_root(self, api_version: str) -> Schema | None:
+        version = api_version.split("/", 1)[-1]
+        return self.schemas.root(version) or self.schemas.root("v1")
+
+    def spec_schema(self, m: Manifest) -> Schema | None:
+        return self.schemas.child(self.schema_root(m.api_version), "spec")
+
+    def defaulted(self, m: Manifest) -> dict[str, Any]:
+        """The object as the API server stores it: pruned and defaulted spec."""
+        obj = dict(m.obj)
+        obj["spec"] = self.schemas.default_fill(mapping(m.obj.get("spec")), self.spec_schema(m))
+        return obj
+
+    def spec_type(self, key: str) -> TypeDesc | None:
+        if key == "rayClusterConfig":
+            return self.gotypes.root
+        if key == "serveService":
+            return struct("core/v1.Service")
+        return None
+
+    # -- the cluster hash ------------------------------------------------------------------
+
+    def hash_input(self, m: Manifest, groups: int | None = None) -> Any:
+        """The Go encoding KubeRay hashes, muted fields removed (``groups`` truncates)."""
+        rcc = mapping(m.obj.get("spec")).get("rayClusterConfig", ABSENT)
+        if groups is not None and isinstance(rcc, dict):
+            rcc = dict(rcc)
+            rcc["workerGroupSpecs"] = seq(rcc.get("workerGroupSpecs"))[:groups]
+        sch = self.schemas.child(self.spec_schema(m), "rayClusterConfig")
+        encoded = self.gotypes.encode(rcc, self.gotypes.root, self.schemas, sch)
+        for pattern in self.rules.muted_patterns:
+            drop_path(encoded, pattern[2:])
+        return encoded
+
+    def hash_compare(self, b: Manifest, a: Manifest) -> tuple[bool, bool]:
+        """(full, partial) equality of the operator's cluster hash, ``b`` being the running spec.
+
+        ``partial`` is ``isClusterSpecHashEqual(..., partial=true)``: the first N worker groups
+        of the new spec (N = groups running) hash-equal to the running ones. Groups whose text
+        is identical are not encoded at all: equal input, equal hash.
+        """
+        brcc = dict(dig(b.obj, "spec", "rayClusterConfig"))
+        arcc = dict(dig(a.obj, "spec", "rayClusterConfig"))
+        bgroups, agroups = seq(brcc.pop("workerGroupSpecs", None)), seq(arcc.pop("workerGroupSpecs", None))
+        sch = self.schemas.child(self.spec_schema(a), "rayClusterConfig")
+        if not same(brcc, arcc) and self._encode(brcc, sch) != self._encode(arcc, sch):
+            return False, False
+        item_sch = self.schemas.child(self.schemas.child(sch, "workerGroupSpecs"), 0)
+        n = len(bgroups)
+        prefix = len(agroups) >= n and all(
+            same(bgroups[i], agroups[i]) or self._encode_group(bgroups[i], item_sch)
+            == self._encode_group(agroups[i], item_sch) for i in range(n))
+        return prefix and len(agroups) == n, prefix
+
+    def _encode(self, rcc: dict[str, Any], sch: Schema | None) -> Any:
+        encoded = self.gotypes.encode(rcc, self.gotypes.root, self.schemas, sch)
+        for pattern in self.rules.muted_patterns:
+            if pattern[2] != "workerGroupSpecs":
+                drop_path(encoded, pattern[2:])
+        return encoded
+
+    def _encode_group(self, group: Any, sch: Schema | None) -> Any:
+        encoded = self.gotypes.encode(group, struct("ray/v1.WorkerGroupSpec"), self.schemas, sch)
+        for pattern in self.rules.muted_patterns:
+            if pattern[2:4] == ("workerGroupSpecs", "[]"):
+                drop_path(encoded, pattern[4:])
+        return encoded
+
+    # -- diffing -----------------------------------------------------------------------------
+
+    def differences(self, b: Manifest, a: Manifest) -> list[Difference]:
+        out: list[Difference] = []
+        if b.api_version != a.api_version:
+            out.append(Difference(("apiVersion",), b.api_version, a.api_version, "modified", True,
+                                  "same stored object"))
+        # name and namespace are the pairing key (a missing namespace is "default").
+        identity = ("name", "namespace")
+        bmeta = {k: v for k, v in mapping(b.obj.get("metadata")).items() if k not in identity}
+        ameta = {k: v for k, v in mapping(a.obj.get("metadata")).items() if k not in identity}
+        out.extend(self.differ.diff(bmeta, ameta, ("metadata",), None, None))
+        bspec, aspec = mapping(b.obj.get("spec")), mapping(a.obj.get("spec"))
+        sch = self.spec_schema(a)
+        for key in list(bspec) + [k for k in aspec if k not in bspec]:
+            if key == "serveConfigV2":
+                continue
+            bv, av = bspec.get(key, ABSENT), aspec.get(key, ABSENT)
+            if type(bv) is type(av) and bv == av:
+                continue
+            child = self.schemas.child(sch, key)
+            if child is None:
+                kind = "added" if bv is ABSENT else "removed" if av is ABSENT else "modified"
+                out.append(Difference(("spec", key), bv, av, kind, True, "unknown field, pruned"))
+                continue
+            out.extend(self.differ.diff(bv, av, ("spec", key), child, self.spec_type(key)))
+        return out
+
+
+def same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def drop_path(value: Any, pattern: tuple[str, ...]) -> None:
+    if not pattern or value is OMIT:
+        return
+    head, rest = pattern[0], pattern[1:]
+    if head == "[]":
+        if isinstance(value, list):
+            for item in value:
+                drop_path(item, rest)
+        return
+    if isinstance(value, dict) and head in value:
+        if rest:
+            drop_path(value[head], rest)
+        else:
+            del value[head]

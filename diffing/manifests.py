@@ -1,0 +1,144 @@
+"""RayService manifests as read from texts: pairing keys, server-set fields, collection."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ManifestError
+from .loading import Document, Limits, load_documents
+from .paths import Path
+from .schema import SchemaSet
+from .values import mapping
+
+Texts = str | Sequence[tuple[str, str]]
+
+
+SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp",
+                   "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+SERVER_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+OPERATOR_FINALIZERS = ("ray.io/rayservice-finalizer",)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """One RayService as read from a text."""
+
+    obj: dict[str, Any]
+    doc: Document
+    source: str
+
+    @property
+    def api_version(self) -> str:
+        return str(self.obj.get("apiVersion", ""))
+
+    @property
+    def key(self) -> tuple[str, str]:
+        meta = self.obj.get("metadata") or {}
+        return str(meta.get("namespace") or "default"), str(meta["name"])
+
+    def line(self, path: Path = ()) -> int | None:
+        return self.doc.line_of(path)
+
+    def where(self, path: Path = ()) -> str:
+        line = self.line(path)
+        return f"{self.source}:{line}" if line else self.source
+
+
+def strip_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop what the API server and the operator write: status, managedFields, uid, ..."""
+    out = {k: v for k, v in obj.items() if k != "status"}
+    meta = dict(mapping(out.get("metadata")))
+    for k in SERVER_METADATA:
+        meta.pop(k, None)
+    if isinstance(meta.get("annotations"), dict):
+        ann = {k: v for k, v in meta["annotations"].items() if k not in SERVER_ANNOTATIONS}
+        if ann:
+            meta["annotations"] = ann
+        else:
+            meta.pop("annotations")
+    if isinstance(meta.get("finalizers"), list):
+        fin = [f for f in meta["finalizers"] if f not in OPERATOR_FINALIZERS]
+        if fin:
+            meta["finalizers"] = fin
+        else:
+            meta.pop("finalizers")
+    out["metadata"] = meta
+    return out
+
+
+def is_rayservice(value: Any) -> bool:
+    return (isinstance(value, dict) and value.get("kind") == "RayService"
+            and str(value.get("apiVersion", "")).startswith("ray.io/"))
+
+
+def collect(text: str, source: str, limits: Limits) -> tuple[dict[tuple[str, str], Manifest], list[Any]]:
+    """RayServices of a text by (namespace, name), plus any Argo CD Applications in it."""
+    found: dict[tuple[str, str], Manifest] = {}
+    apps: list[Any] = []
+    for doc in load_documents(text, source=source, limits=limits):
+        values = [doc.value]
+        if isinstance(doc.value, dict) and doc.value.get("kind") == "List" and isinstance(
+                doc.value.get("items"), list):
+            values = doc.value["items"]
+        for value in values:
+            if isinstance(value, dict) and value.get("kind") == "Application" and str(
+                    value.get("apiVersion", "")).startswith("argoproj.io/"):
+                apps.append(value)
+            if not is_rayservice(value):
+                continue
+            meta = value.get("metadata")
+            if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+                raise ManifestError("a RayService without metadata.name", source=source,
+                                    document=doc.index, line=doc.line, path="metadata.name")
+            if not isinstance(value.get("spec"), dict):
+                raise ManifestError("a RayService without a spec mapping", source=source,
+                                    document=doc.index, line=doc.line, path="spec")
+            m = Manifest(strip_server_fields(value), doc, source)
+            if m.key in found:
+                first = found[m.key]
+                raise ManifestError(
+                    f"RayService {m.key[0]}/{m.key[1]} appears twice (first in document "
+                    f"{first.doc.index}, line {first.doc.line})",
+                    source=source, document=doc.index, line=doc.line)
+            found[m.key] = m
+    return found, apps
+
+
+def collect_all(texts: Texts, source: str, limits: Limits
+                ) -> tuple[dict[tuple[str, str], Manifest], list[Any]]:
+    pairs = [(source, texts)] if isinstance(texts, str) else list(texts)
+    found: dict[tuple[str, str], Manifest] = {}
+    apps: list[Any] = []
+    for name, text in pairs:
+        more, more_apps = collect(text or "", name, limits)
+        for key, m in more.items():
+            if key in found:
+                raise ManifestError(
+                    f"RayService {key[0]}/{key[1]} appears twice (also in {found[key].where()})",
+                    source=name, document=m.doc.index, line=m.doc.line)
+            found[key] = m
+        apps.extend(more_apps)
+    return found, apps
+
+
+def rayservice_objects(texts: Texts, source: str = "after") -> dict[str, dict[str, Any]]:
+    """The RayServices of ``texts`` by ``"namespace/name"`` (for a caller that looks them up live)."""
+    found, _ = collect_all(texts, source, Limits())
+    return {f"{ns}/{name}": m.obj for (ns, name), m in found.items()}
+
+
+def crd_schemas(crd_text: str) -> SchemaSet:
+    """A SchemaSet from a user-supplied RayService CRD (``--crd``)."""
+    value = load_documents(crd_text, source="crd")
+    crd = next((d.value for d in value if isinstance(d.value, dict)
+                and d.value.get("kind") == "CustomResourceDefinition"), None)
+    try:
+        versions = {v["name"]: v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"]}  # type: ignore[index]
+    except (TypeError, KeyError) as exc:
+        raise ManifestError(f"not a CustomResourceDefinition with versions[].schema ({exc})",
+                            source="crd") from None
+    return SchemaSet.from_versions(versions)

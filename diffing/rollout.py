@@ -1,0 +1,229 @@
+"""What the operator does with a change (semantics §1.4), and the decision on it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from . import capacity as cap
+from .engine import RCC, Engine
+from .gojson import ABSENT
+from .kuberay import Category, VersionRules
+from .live import LiveCluster
+from .manifests import Manifest
+from .paths import Key, Path, format_path
+from .policy import Policy, parse_headroom
+from .report import APPROVE, HOLD, IGNORE, Capacity, Change, Finding
+from .values import dig
+
+
+@dataclass
+class Pair:
+    """Working state for one RayService while it is analysed."""
+
+    key: tuple[str, str]
+    before: Manifest | None
+    after: Manifest | None
+    changes: list[Change]
+    real: set[Category]
+    reasons: list[str]
+    findings: list[Finding]
+
+
+def rcc_of(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(dig(obj, "spec", "rayClusterConfig"))
+
+
+def is_true(value: Any) -> bool:
+    return value is True
+
+
+def resolve_strategy(spec: Mapping[str, Any], policy: Policy, rules: VersionRules) -> tuple[str, str]:
+    """(``new-cluster`` | ``incremental`` | ``not-applied``, how it was resolved)."""
+    gate = policy.feature_gates.get("RayServiceIncrementalUpgrade", rules.incremental_gate_default)
+    kind = dig(spec, "upgradeStrategy").get("type")
+    if kind == "NewCluster":
+        return "new-cluster", "upgradeStrategy.type NewCluster"
+    if kind == "NewClusterWithIncrementalUpgrade":
+        if gate:
+            return "incremental", "upgradeStrategy.type NewClusterWithIncrementalUpgrade"
+        return "not-applied", ("upgradeStrategy.type NewClusterWithIncrementalUpgrade with the "
+                               "RayServiceIncrementalUpgrade feature gate off behaves like None")
+    if kind == "None":
+        return "not-applied", "upgradeStrategy.type None"
+    env = policy.operator_env.get("ENABLE_ZERO_DOWNTIME", "")
+    if env.lower() == "false":
+        return "not-applied", "no upgradeStrategy.type and operator env ENABLE_ZERO_DOWNTIME=false"
+    return "new-cluster", "default strategy NewCluster (no upgradeStrategy.type)"
+
+
+def mark_appended(change: Change, n: int) -> Change:
+    """Worker groups added after the first ``n`` while those stay hash-equal: appended."""
+    p = change.path
+    if (len(p) == 4 and p[:3] == RCC + ("workerGroupSpecs",) and change.before is ABSENT
+            and change.category == Category.CLUSTER_RECREATE.value
+            and (isinstance(p[3], Key) or (isinstance(p[3], int) and p[3] >= n))):
+        return Change(p, Category.WORKER_GROUP_APPENDED.value, change.before, change.after,
+                      change.detail)
+    return change
+
+
+def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spec: Mapping[str, Any],
+                    full_equal: bool, partial_equal: bool, autoscaling: bool,
+                    schema_errors: list[tuple[Path, str]], op_problems: list[tuple[str, Path, str]]) -> str:
+    """The rollout of an update (CONTRACT rules 2-7, first match wins), its reasons appended."""
+    rules, policy, real = engine.rules, engine.policy, pair.real
+    if rules.has_rayservice_suspend:
+        was, now = is_true(b_spec.get("suspend")), is_true(a_spec.get("suspend"))
+        if now and not was:
+            pair.reasons.append("spec.suspend turns true: every RayCluster and Service of this "
+                                "RayService is deleted and serving stops")
+            return "suspend"
+        if was and not now:
+            pair.reasons.append("spec.suspend turns false: a brand-new RayCluster is built at full size")
+            return "resume"
+        if now and was and real:
+            pair.reasons.append("the RayService stays suspended: nothing is applied until it resumes")
+            return "not-applied"
+    if schema_errors:
+        path, msg = schema_errors[0]
+        pair.reasons.append(f"the API server rejects the new manifest ({format_path(path)} {msg}); "
+                            "nothing is applied")
+        return "not-applied"
+    if op_problems:
+        _, path, msg = op_problems[0]
+        pair.reasons.append(f"KubeRay's validation fails ({format_path(path)}: {msg}): the operator marks "
+                            "the RayService ValidationFailed and does nothing")
+        return "not-applied"
+    if not full_equal:
+        if partial_equal:
+            pair.reasons.append("only worker groups were appended: KubeRay updates the running "
+                                "RayCluster in place (no new cluster)")
+            return "cluster-in-place"
+        strategy, how = resolve_strategy(a_spec, policy, rules)
+        if strategy == "not-applied":
+            pair.reasons.append(f"the cluster spec changed but {how}: the change is silently not "
+                                "applied (only an operator log line)")
+            return "not-applied"
+        if strategy == "incremental":
+            pair.reasons.append("the cluster spec changed: KubeRay builds a new RayCluster and shifts "
+                                "capacity and traffic to it step by step through the Gateway")
+            return "incremental"
+        pair.reasons.append("the cluster spec changed: KubeRay builds a whole new RayCluster next to "
+                            "the old one and switches traffic when its Serve apps are RUNNING")
+        return "new-cluster"
+    b_rc_suspend = is_true(rcc_of({"spec": b_spec}).get("suspend"))
+    a_rc_suspend = is_true(rcc_of({"spec": a_spec}).get("suspend"))
+    if rules.cluster_suspend_in_place and b_rc_suspend != a_rc_suspend:
+        pair.reasons.append("rayClusterConfig.suspend toggled: KubeRay v1.6 updates the RayCluster in place")
+        return "cluster-in-place"
+    if Category.SERVE_IN_PLACE in real:
+        pair.reasons.append("only serveConfigV2 changed: KubeRay re-submits it to the running "
+                            "cluster and Ray Serve applies it in place")
+        return "serve-in-place"
+    if Category.AUTOSCALER_OWNED in real:
+        if autoscaling:
+            pair.reasons.append("only autoscaler-owned fields changed and in-tree autoscaling is on: "
+                                "KubeRay does nothing and the autoscaler keeps sizing the cluster")
+            return "none"
+        pair.reasons.append("only replicas/minReplicas/maxReplicas/workersToDelete changed: KubeRay "
+                            "never propagates them to the running RayCluster on their own")
+        return "not-applied"
+    if Category.OPERATOR_IGNORED in real:
+        pair.reasons.append("only fields KubeRay leaves out of its comparison changed (tolerations, "
+                            "schedulingGates, rayClusterConfig.suspend...): nothing reaches the cluster")
+        return "not-applied"
+    if real:
+        pair.reasons.append("only RayService-level fields changed: no RayCluster is touched")
+    elif pair.changes:
+        pair.reasons.append("every difference vanishes under the operator's normalisation")
+    else:
+        pair.reasons.append("no change to this RayService")
+    return "none"
+
+
+def decide(pair: Pair, engine: Engine, rollout: str, capacity: Capacity,
+           headroom: Mapping[str, Fraction] | None, live: LiveCluster | None) -> tuple[str, str]:
+    """(decision, a short headline of the first hold reason)."""
+    policy = engine.policy
+    errors = [f for f in pair.findings if f.severity == "error"]
+    hold: list[str] = []
+    headline = ""
+    if rollout == "suspend":
+        hold.append("suspending stops serving: hold until someone confirms the outage is intended")
+        headline = headline or "suspending stops serving"
+    if errors and policy.hold_on_errors:
+        hold.append(f"{len(errors)} error finding(s): {errors[0].message}")
+        headline = headline or f"{errors[0].code} at {errors[0].path}"
+    if rollout == "not-applied":
+        if policy.not_applied == "hold":
+            hold.append("the operator will not apply what this change asks (see the reasons)")
+            headline = headline or "the operator will not apply this change"
+        else:
+            pair.reasons.append("policy notApplied=warn: not holding a change the operator will not apply")
+    if rollout in ("new-cluster", "incremental"):
+        known = known_headroom(headroom, live)
+        capacity_holds = _capacity_holds(engine, capacity, known)
+        hold.extend(capacity_holds)
+        if capacity_holds and not headline:
+            headline = ("no headroom is known" if known is None else
+                        f"the known headroom ({_render(known, policy) or 'none'}) does not cover it")
+    if live is not None and live.upgrade_in_progress and rollout in ("new-cluster", "incremental"):
+        pair.reasons.append(f"an upgrade is already in flight (pending RayCluster {live.pending_cluster}): "
+                            "this change supersedes it and the superseded cluster runs until its "
+                            "deletion delay ends")
+    if hold:
+        pair.reasons.extend(hold)
+        return HOLD, headline or hold[0]
+    if rollout == "none" and pair.real and pair.real <= {Category.AUTOSCALER_OWNED}:
+        pair.reasons.append("Git is fighting the autoscaler: ignore these fields in Argo CD instead of "
+                            "syncing them")
+        return IGNORE, ""
+    return APPROVE, ""
+
+
+def known_headroom(headroom: Mapping[str, Fraction] | None, live: LiveCluster | None
+                   ) -> Mapping[str, Fraction] | None:
+    """The live basis's headroom for this RayService wins over the caller's global one."""
+    if live is not None and live.headroom is not None:
+        return parse_headroom(live.headroom)
+    return headroom
+
+
+def _render(amounts: Mapping[str, Fraction], policy: Policy) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in cap.render_amounts(amounts, policy.accelerators,
+                                                                   keep_zero=True).items())
+
+
+def _capacity_holds(engine: Engine, capacity: Capacity, known: Mapping[str, Fraction] | None) -> list[str]:
+    policy = engine.policy
+    if policy.hold_on_recreate == "never":
+        return []
+    if policy.hold_on_recreate == "always":
+        return ["policy holdOnRecreate=always: every cluster recreation is held"]
+    out = []
+    for name, raw in capacity.extra.items():
+        amount = cap.Quantity.parse(raw).value
+        accelerator = cap.is_accelerator(name, policy.accelerators)
+        if not accelerator and name not in policy.thresholds:
+            continue
+        free = (known or {}).get(name, Fraction(0))
+        limit = free + policy.thresholds.get(name, Fraction(0))
+        if amount > limit:
+            where = (f"the known headroom covers {cap.render_amounts({name: free}, keep_zero=True)[name]}"
+                     if known is not None else "no headroom is known")
+            out.append(f"the rollout needs {raw} extra {name} while the old cluster still runs; {where}"
+                       " (without room the new pods stay Pending and the rollout never finishes)")
+    return out
+
+
+def ignore_differences_entry(key: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "group": "ray.io", "kind": "RayService", "name": key[1], "namespace": key[0],
+        "jqPathExpressions": [
+            ".spec.rayClusterConfig.workerGroupSpecs[]?.replicas",
+            ".spec.rayClusterConfig.workerGroupSpecs[]?.scaleStrategy",
+        ],
+    }
