@@ -91,9 +91,12 @@ class Document:
         return self.node.start_mark.line + 1 if self.node is not None else None
 
     def line_of(self, path: Path) -> int | None:
-        """The 1-based line of the deepest key or item along ``path`` that exists."""
+        """The 1-based line of the deepest key or item along ``path`` that exists.
+
+        ``None`` for a document written on one line (JSON from an API): a line says nothing there.
+        """
         node = self.node
-        if node is None:
+        if node is None or node.start_mark.line == node.end_mark.line:
             return None
         best = node.start_mark.line + 1
         for seg in path:

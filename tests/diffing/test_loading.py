@@ -102,3 +102,10 @@ def test_load_rejects_lone_surrogates_with_a_line() -> None:
     with pytest.raises(ManifestError, match="lone surrogate") as exc:
         load_documents("a: 1\nb: '\ud800'\n", source="body")
     assert (exc.value.source, exc.value.line) == ("body", 2)
+
+
+def test_one_line_json_documents_have_no_line_numbers() -> None:
+    (doc,) = load_documents('{"spec": {"a": [1, 2]}}')
+    assert doc.line_of(("spec", "a")) is None
+    (doc,) = load_documents('{"spec":\n  {"a": [1, 2]}}')
+    assert doc.line_of(("spec", "a")) == 2
