@@ -15,9 +15,12 @@ from .metrics import Metrics
 class BodyLimitMiddleware:
     """Refuse a request body over ``max_bytes`` with 413, while it streams in.
 
-    A declared ``Content-Length`` over the limit is refused before a byte is read; otherwise
-    the bytes are counted chunk by chunk as the app reads them, and the chunk that crosses
-    the limit raises :class:`BodyTooLarge` instead of being delivered. Nothing is buffered here.
+    A declared ``Content-Length`` over the limit is refused before a byte reaches the app;
+    otherwise the bytes are counted chunk by chunk as the app reads them, and the chunk that
+    crosses the limit raises :class:`BodyTooLarge` instead of being delivered. Nothing is
+    buffered here. Before answering, up to ``DRAIN_BYTES`` of the unread body are read and
+    thrown away, so a client that sends its whole body before reading (most do) gets the 413
+    instead of a reset connection; a larger body is cut off.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -36,7 +39,7 @@ class BodyLimitMiddleware:
                 except ValueError:
                     declared = 0
                 if declared > self.max_bytes:
-                    await _reject(scope, send, too_large)
+                    await _reject(scope, receive, send, too_large, drain=declared <= DRAIN_BYTES)
                     return
         received = 0
         started = False
@@ -60,13 +63,31 @@ class BodyLimitMiddleware:
         except BodyTooLarge as exc:  # raised while reading outside the app's handlers
             if started:
                 raise
-            await _reject(scope, send, exc)
+            await _reject(scope, receive, send, exc, drain=True)
 
 
-async def _reject(scope: Scope, send: Send, exc: BodyTooLarge) -> None:
+DRAIN_BYTES = 64 * 1024 * 1024
+DRAIN_SECONDS = 10.0
+
+
+async def _drain(receive: Receive) -> bool:
+    """Read and discard the rest of the body within the bounds; True when it all arrived."""
+    seen, deadline = 0, time.monotonic() + DRAIN_SECONDS
+    while seen <= DRAIN_BYTES and time.monotonic() < deadline:
+        message = await receive()
+        if message["type"] != "http.request":
+            return False
+        seen += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return True
+    return False
+
+
+async def _reject(scope: Scope, receive: Receive, send: Send, exc: BodyTooLarge, *, drain: bool) -> None:
     scope.setdefault("state", {})["error_code"] = exc.code
     response = error_response(exc)
-    response.headers["Connection"] = "close"  # the unread rest of the body is not drained
+    if not (drain and await _drain(receive)):
+        response.headers["Connection"] = "close"  # the rest of the body is not read
     await response(scope, _no_receive, send)
 
 

@@ -269,9 +269,13 @@ def test_analyze_streamed_body_over_limit_is_413(analysis_service):
         "the request body is over the 4194304-byte limit (RAYSERVICE_IMPACT_MAX_BODY_BYTES)"))
 
 
-def test_body_limit_stops_reading_at_the_limit():
-    """ASGI level: the chunk crossing the limit is the last one read; nothing is buffered."""
-    read, sent = [], []
+def test_body_limit_stops_delivering_at_the_limit_and_drains_boundedly(monkeypatch):
+    """ASGI level: the chunk crossing the limit never reaches the app; the rest of an endless
+    body is read and dropped only up to DRAIN_BYTES, then the connection is closed."""
+    import app.middleware as middleware
+
+    monkeypatch.setattr(middleware, "DRAIN_BYTES", 50_000)
+    read, sent, delivered = [], [], []
 
     async def endless_receive():
         read.append(1)
@@ -282,12 +286,34 @@ def test_body_limit_stops_reading_at_the_limit():
 
     async def app(scope, receive, send):
         while True:
-            await receive()
+            delivered.append(await receive())
 
     scope = {"type": "http", "method": "POST", "path": "/", "headers": []}
     asyncio.run(BodyLimitMiddleware(app, max_bytes=10_000)(scope, endless_receive, send))
-    assert (len(read), sent[0]["status"]) == (11, 413)
+    assert (len(delivered), sent[0]["status"]) == (10, 413)
+    assert len(read) == 11 + 51  # the crossing chunk, then at most DRAIN_BYTES (+1 chunk) dropped
+    assert (b"connection", b"close") in sent[0]["headers"]
     assert json.loads(sent[1]["body"])["error"]["code"] == "body-too-large"
+
+
+def test_body_limit_drains_a_finite_body_and_keeps_the_connection():
+    chunks = [{"type": "http.request", "body": b"x" * 1000, "more_body": i < 29} for i in range(30)]
+    sent = []
+
+    async def receive():
+        return chunks.pop(0)
+
+    async def send(message):
+        sent.append(message)
+
+    async def app(scope, receive, send):
+        while (await receive()).get("more_body"):
+            pass
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": [(b"content-length", b"30000")]}
+    asyncio.run(BodyLimitMiddleware(app, max_bytes=10_000)(scope, receive, send))
+    assert (sent[0]["status"], chunks) == (413, [])
+    assert (b"connection", b"close") not in sent[0]["headers"]
 
 
 def test_analyze_yaml_that_cannot_be_read_is_422_with_location(analysis_service):
@@ -390,8 +416,17 @@ def small_service(**overrides: Any):
         yield base_url
 
 
-def test_time_budget_and_saturation_answer_503():
-    slow = slow_manifest(4000)
+def test_time_budget_and_saturation_answer_503(monkeypatch):
+    import app.workers as workers
+
+    real = workers.diffing.analyze
+
+    def slow_analyze(*args, **kwargs):  # the worker keeps its slot for a whole second
+        time.sleep(1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(workers.diffing, "analyze", slow_analyze)
+    slow = slow_manifest(10)
     with small_service(analysis_timeout_seconds=0.05) as base_url:
         answers = [post(base_url, "/v1/analyze", json={"before": slow, "after": slow.replace("V1", f"W{i}")})
                    for i in range(3)]
