@@ -122,7 +122,8 @@ class Differ:
                 kind = "added" if bv is ABSENT else "removed" if av is ABSENT else "modified"
                 out.append(Difference(path + (key,), bv, av, kind, True, "unknown field, pruned"))
                 continue
-            if t is not None and child_t is None and self.gotypes.deref(t)[0] == "struct":
+            deref = self.gotypes.deref(t)
+            if deref is not None and child_t is None and deref[0] == "struct":
                 kind = "added" if bv is ABSENT else "removed" if av is ABSENT else "modified"
                 out.append(Difference(path + (key,), bv, av, kind, True, "unknown field, dropped"))
                 continue

@@ -247,7 +247,7 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
             if node is None:
                 yield Document(index, None, None)
                 continue
-            where = {"source": source, "document": index}
+            where: dict[str, Any] = {"source": source, "document": index}
             if has_anchors:
                 _check_graph(node, limits, where)
             else:
