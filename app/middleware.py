@@ -23,22 +23,23 @@ class BodyLimitMiddleware:
     instead of a reset connection; a larger body is cut off.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: ASGIApp, max_bytes: int, per_path: dict[str, int] | None = None) -> None:
+        self.app, self.max_bytes, self.per_path = app, max_bytes, per_path or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_large = BodyTooLarge(f"the request body is over the {self.max_bytes}-byte limit "
-                                 "(RAYSERVICE_IMPACT_MAX_BODY_BYTES)")
+        limit = self.per_path.get(scope.get("path", ""), self.max_bytes)
+        too_large = BodyTooLarge(f"the request body is over the {limit}-byte limit"
+                                 + (" (RAYSERVICE_IMPACT_MAX_BODY_BYTES)" if limit == self.max_bytes else ""))
         for name, value in scope["headers"]:
             if name == b"content-length":
                 try:
                     declared = int(value)
                 except ValueError:
                     declared = 0
-                if declared > self.max_bytes:
+                if declared > limit:
                     await _reject(scope, receive, send, too_large, drain=declared <= DRAIN_BYTES)
                     return
         received = 0
@@ -49,7 +50,7 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > limit:
                     raise too_large
             return message
 

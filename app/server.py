@@ -27,6 +27,8 @@ from .schemas import AnalyzeRequest, ManagedResourcesRequest, component_schemas
 from .settings import Settings, SettingsError, load_settings
 from .workers import AnalysisPool, ResultCache
 
+GITHUB_MAX_PAYLOAD = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
+
 log = logging.getLogger("rayservice_impact")
 
 
@@ -61,7 +63,9 @@ def create_app(settings: Settings) -> FastAPI:
     webhook = build_router(settings)
     if webhook is not None:
         app.include_router(webhook)  # FastAPI >= 0.115 merges the router's lifespan into the app's
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    # GitHub sends webhook payloads of up to 25 MB; the analysis API keeps the configured limit.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes,
+                       per_path={"/webhooks/github": max(settings.max_body_bytes, GITHUB_MAX_PAYLOAD)})
     app.add_middleware(ObserveMiddleware, metrics=service.metrics)  # outermost: sees the 413s too
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -78,7 +78,8 @@ class GitHubService:
     def __init__(self, settings: Any, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.settings = settings
         self.secret = settings.github_webhook_secret.get_secret_value().encode()
-        self.max_body = int(getattr(settings, "max_body_bytes", 5 * 1024 * 1024))
+        # GitHub caps webhook payloads at 25 MB (docs: webhook events and payloads).
+        self.max_body = max(int(getattr(settings, "max_body_bytes", 5 * 1024 * 1024)), 25 * 1024 * 1024)
         self.options = AnalysisOptions(
             kuberay_version=settings.kuberay_version, policy=settings.load_policy(),
             timeout=float(_tuning(settings, "analysis_timeout_seconds")), live_enabled=live_enabled(settings),

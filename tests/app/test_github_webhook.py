@@ -381,3 +381,16 @@ def test_webhook_route_is_off_without_a_secret():
     assert "/webhooks/github" not in app.openapi()["paths"]
     app = create_app(load_settings(github_webhook_secret="s", analysis_executor="thread"))
     assert "/webhooks/github" in app.openapi()["paths"]
+
+
+def test_webhook_accepts_payloads_up_to_githubs_25_mb_cap():
+    """The analysis API keeps its 5 MiB limit; GitHub may send up to 25 MB, signed."""
+    big = json.loads(payload_bytes("ping.repository-hook.json"))
+    big["padding"] = "x" * (8 * 1024 * 1024)
+    with github_service(max_body_bytes=5 * 1024 * 1024) as (url, gh):
+        accepted = post_event(url, "ping", big)
+        too_big = post_event(url, "ping", {"padding": "x" * (26 * 1024 * 1024)})
+        analyze = httpx.post(url + "/v1/analyze", json={"before": "x" * (8 * 1024 * 1024), "after": ""},
+                             timeout=30)
+    assert (accepted.status_code, too_big.status_code, analyze.status_code) == (200, 413, 413)
+    assert gh.calls == []
