@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import serve
+from .capacity import human
 from .engine import RCC, Engine
 from .errors import ManifestError
 from .findings import Context, collect_findings
@@ -206,8 +207,18 @@ def summarize(decision: str, resources: list[ResourceReport]) -> str:
     parts = [f"{decision}: {focus.namespace}/{focus.name} → {focus.rollout}"]
     if gpus:
         parts.append("needs " + ", ".join(f"{v} extra {k}" for k, v in gpus.items()))
+    elif "cpu" in focus.capacity.extra or "memory" in focus.capacity.extra:
+        extra = focus.capacity.extra
+        parts.append(f"needs {human('cpu', extra.get('cpu', '0'))} CPU and "
+                     f"{human('memory', extra.get('memory', '0'))} memory extra, no accelerators")
     if decision == HOLD and focus.headline:
         parts.append(focus.headline)
+    if focus.decision == IGNORE:
+        parts.append("Git fights the autoscaler: ignore these fields in Argo CD")
+    elif len(parts) == 1:
+        why = next((r for r in focus.reasons if not r.startswith("strategy:")), "")
+        if why:
+            parts.append(why.split(":")[0])  # e.g. "only serveConfigV2 changed"
     others = len(resources) - 1
     if others:
         parts.append(f"+{others} more RayService{'s' if others > 1 else ''}")

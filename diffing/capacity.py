@@ -195,3 +195,19 @@ def positive(amounts: Mapping[str, Fraction]) -> Amounts:
 
 def subtract(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> Amounts:
     return add(dict(a), b, -1)
+
+
+def human(name: str, value: Any) -> str:
+    """``11500m`` CPU as ``11.5``, ``45568Mi`` memory as ``44.5Gi``: the JSON keeps exact quantities."""
+    if isinstance(value, int) or name not in ("cpu", "memory"):
+        return str(value)
+    try:
+        amount = Quantity.parse(value).value
+    except QuantityError:
+        return str(value)
+    if name == "cpu":
+        return f"{float(amount):.3f}".rstrip("0").rstrip(".")
+    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
+        if amount >= size:
+            return f"{float(amount) / size:.1f}".rstrip("0").rstrip(".") + unit
+    return str(value)

@@ -30,6 +30,7 @@ class Pair:
     real: set[Category]
     reasons: list[str]
     findings: list[Finding]
+    why_not_applied: str = ""  # a short cause for the summary line of a not-applied hold
 
 
 def rcc_of(obj: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -86,16 +87,19 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
             return "resume"
         if now and was and real:
             pair.reasons.append("the RayService stays suspended: nothing is applied until it resumes")
+            pair.why_not_applied = "the RayService stays suspended"
             return "not-applied"
     if schema_errors:
         path, msg = schema_errors[0]
         pair.reasons.append(f"the API server rejects the new manifest ({format_path(path)} {msg}); "
                             "nothing is applied")
+        pair.why_not_applied = f"the API server rejects it at {format_path(path)}"
         return "not-applied"
     if op_problems:
         _, path, msg = op_problems[0]
         pair.reasons.append(f"KubeRay's validation fails ({format_path(path)}: {msg}): the operator marks "
                             "the RayService ValidationFailed and does nothing")
+        pair.why_not_applied = f"KubeRay's validation rejects {format_path(path)}"
         return "not-applied"
     if not full_equal:
         if partial_equal:
@@ -106,6 +110,7 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
         if strategy == "not-applied":
             pair.reasons.append(f"the cluster spec changed but {how}: the change is silently not "
                                 "applied (only an operator log line)")
+            pair.why_not_applied = f"{how.split(' with the ')[0]}: the cluster change is silently not applied"
             return "not-applied"
         if strategy == "incremental":
             pair.reasons.append("the cluster spec changed: KubeRay builds a new RayCluster and shifts "
@@ -130,10 +135,12 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
             return "none"
         pair.reasons.append("only replicas/minReplicas/maxReplicas/workersToDelete changed: KubeRay "
                             "never propagates them to the running RayCluster on their own")
+        pair.why_not_applied = "replica fields alone never reach the running RayCluster"
         return "not-applied"
     if Category.OPERATOR_IGNORED in real:
         pair.reasons.append("only fields KubeRay leaves out of its comparison changed (tolerations, "
                             "schedulingGates, rayClusterConfig.suspend...): nothing reaches the cluster")
+        pair.why_not_applied = "KubeRay leaves these fields out of its comparison"
         return "not-applied"
     if real:
         pair.reasons.append("only RayService-level fields changed: no RayCluster is touched")
@@ -160,7 +167,7 @@ def decide(pair: Pair, engine: Engine, rollout: str, capacity: Capacity,
     if rollout == "not-applied":
         if policy.not_applied == "hold":
             hold.append("the operator will not apply what this change asks (see the reasons)")
-            headline = headline or "the operator will not apply this change"
+            headline = headline or pair.why_not_applied or "the operator will not apply this change"
         else:
             pair.reasons.append("policy notApplied=warn: not holding a change the operator will not apply")
     if rollout in ("new-cluster", "incremental"):

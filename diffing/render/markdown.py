@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from ..capacity import human
 from ..quantity import Quantity, QuantityError
 from ..report import HOLD, IGNORE, Report, ResourceReport
 
@@ -33,22 +34,6 @@ def _cell(value: Any) -> str:
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
     return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
-
-
-def human(name: str, value: Any) -> str:
-    """``11500m`` CPU as ``11.5``, ``45568Mi`` memory as ``44.5Gi``: the JSON keeps exact quantities."""
-    if isinstance(value, int) or name not in ("cpu", "memory"):
-        return str(value)
-    try:
-        amount = Quantity.parse(value).value
-    except QuantityError:
-        return str(value)
-    if name == "cpu":
-        return f"{float(amount):.3f}".rstrip("0").rstrip(".")
-    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
-        if amount >= size:
-            return f"{float(amount) / size:.1f}".rstrip("0").rstrip(".") + unit
-    return str(value)
 
 
 def _amounts(amounts: dict[str, Any] | None) -> str:
