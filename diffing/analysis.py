@@ -23,7 +23,7 @@ from .loading import Limits
 from .manifests import Manifest, Texts, collect_all, crd_schemas, strip_server_fields
 from .paths import Path, format_path, schema_path
 from .policy import Policy, parse_headroom
-from .report import APPROVE, HOLD, IGNORE, Change, Report, ResourceReport
+from .report import APPROVE, HOLD, IGNORE, SEVERITY_ORDER, Change, Report, ResourceReport
 from .rollout import (
     Pair,
     decide,
@@ -135,8 +135,7 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
         ignore = (ignore_differences_entry(key),)
     if strategy_note:
         pair.reasons.insert(0, f"strategy: {strategy_note}")
-    order = {"error": 0, "warning": 1, "info": 2}
-    findings = tuple(sorted(pair.findings, key=lambda f: order.get(f.severity, 3)))
+    findings = tuple(sorted(pair.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 3)))
     return ResourceReport(
         api_version=main.api_version, namespace=key[0], name=key[1], action=action,
         rollout=rollout, decision=decision, reasons=tuple(pair.reasons), changes=tuple(pair.changes),
@@ -182,8 +181,7 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
     pol = Policy.from_mapping(policy)
     room = parse_headroom(headroom)
     lim = limits or Limits()
-    engine = Engine(rules, pol, crd_schemas(crd) if crd else None)
-    engine.before_is_live = before_is_live
+    engine = Engine(rules, pol, crd_schemas(crd) if crd else None, before_is_live=before_is_live)
     befores, _ = collect_all(before_text, sources[0], lim)
     afters, apps = collect_all(after_text, sources[1], lim)
     resources = []

@@ -193,9 +193,6 @@ def positive(amounts: Mapping[str, Fraction]) -> Amounts:
     return {k: v for k, v in amounts.items() if v > 0}
 
 
-def subtract(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> Amounts:
-    return add(dict(a), b, -1)
-
 
 def human(name: str, value: Any) -> str:
     """``11500m`` CPU as ``11.5``, ``45568Mi`` memory as ``44.5Gi``: the JSON keeps exact quantities."""

@@ -26,14 +26,15 @@ def tables(minor: tuple[int, int]) -> tuple[SchemaSet, GoTypes]:
 class Engine:
     """Analysis for one KubeRay version and policy."""
 
-    def __init__(self, rules: VersionRules, policy: Policy, schemas: SchemaSet | None = None) -> None:
+    def __init__(self, rules: VersionRules, policy: Policy, schemas: SchemaSet | None = None, *,
+                 before_is_live: bool = False) -> None:
         self.rules = rules
         self.policy = policy
         self.schemas, self.gotypes = tables(rules.minor)
         if schemas is not None:
             self.schemas = schemas
         self.differ = Differ(self.schemas, self.gotypes)
-        self.before_is_live = False
+        self.before_is_live = before_is_live
 
     # -- API server view -------------------------------------------------------------------
 
@@ -58,18 +59,6 @@ class Engine:
         return None
 
     # -- the cluster hash ------------------------------------------------------------------
-
-    def hash_input(self, m: Manifest, groups: int | None = None) -> Any:
-        """The Go encoding KubeRay hashes, muted fields removed (``groups`` truncates)."""
-        rcc = mapping(m.obj.get("spec")).get("rayClusterConfig", ABSENT)
-        if groups is not None and isinstance(rcc, dict):
-            rcc = dict(rcc)
-            rcc["workerGroupSpecs"] = seq(rcc.get("workerGroupSpecs"))[:groups]
-        sch = self.schemas.child(self.spec_schema(m), "rayClusterConfig")
-        encoded = self.gotypes.encode(rcc, self.gotypes.root, self.schemas, sch)
-        for pattern in self.rules.muted_patterns:
-            drop_path(encoded, pattern[2:])
-        return encoded
 
     def hash_compare(self, b: Manifest, a: Manifest) -> tuple[bool, bool]:
         """(full, partial) equality of the operator's cluster hash, ``b`` being the running spec.

@@ -65,11 +65,6 @@ class ManifestError(DiffingError):
         where = self.location
         return f"{where}: {self.reason}" if where else self.reason
 
-    def with_source(self, source: str) -> ManifestError:
-        """Return a copy that names ``source`` (a file name, say) instead of the current one."""
-        return ManifestError(self.reason, source=source, document=self.document, line=self.line,
-                             path=self.path)
-
     def __repr__(self) -> str:
         return (f"ManifestError({self.reason!r}, source={self.source!r}, document={self.document!r}, "
                 f"line={self.line!r}, path={self.path!r})")

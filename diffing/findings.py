@@ -15,7 +15,7 @@ from . import capacity as cap
 from . import serve
 from .gojson import ABSENT
 from .kuberay import Category
-from .paths import Key, Path, format_path, schema_path
+from .paths import Key, Path, format_path
 from .report import Capacity, Change, Finding
 from .values import dig, mapping, seq
 
@@ -154,22 +154,16 @@ def _append_resets(ctx: Context) -> Iterator[Finding]:
 @check
 def _ignored_alongside(ctx: Context) -> Iterator[Finding]:
     """A change that will not take effect although something else rolls out."""
-    if ctx.rollout not in ("serve-in-place", "none", "cluster-in-place", "new-cluster", "incremental"):
-        return
+    if ctx.rollout not in ("serve-in-place", "none"):
+        return  # a recreation or in-place update carries these fields along
     ignored = ctx.changed(Category.OPERATOR_IGNORED)
-    if ctx.rollout in ("serve-in-place", "none"):
-        if ctx.rollout == "serve-in-place" and not ctx.autoscaling:
-            ignored += ctx.changed(Category.AUTOSCALER_OWNED)
-        for c in ignored:
-            yield ctx.finding("warning", "not-applied", c.path,
-                              f"{format_path(c.path)} will not take effect now: KubeRay leaves it out of "
-                              "its comparison; it reaches a RayCluster only when one is recreated or "
-                              "updated in place")
-    for c in ctx.changes:
-        if schema_path(c.path)[:3] == RCC + ("upgradeStrategy",) and c.category != Category.NO_OP.value:
-            break
-    else:
-        return
+    if ctx.rollout == "serve-in-place" and not ctx.autoscaling:
+        ignored += ctx.changed(Category.AUTOSCALER_OWNED)
+    for c in ignored:
+        yield ctx.finding("warning", "not-applied", c.path,
+                          f"{format_path(c.path)} will not take effect now: KubeRay leaves it out of "
+                          "its comparison; it reaches a RayCluster only when one is recreated or "
+                          "updated in place")
 
 
 @check

@@ -53,10 +53,6 @@ class GoTypes:
             name: {row[0]: (row[1], row[2], row[3], row[4]) for row in rows}
             for name, rows in doc["types"].items()
         }
-        self._order = {name: tuple(fields) for name, fields in self._fields.items()}
-
-    def has(self, name: str) -> bool:
-        return name in self._fields
 
     def field(self, t: TypeDesc | None, key: str) -> TypeDesc | None:
         t = self.deref(t)

@@ -46,6 +46,3 @@ def schema_path(path: Path) -> tuple[str, ...]:
     """The path with list positions dropped: what a schema or rule table is keyed by."""
     return tuple("[]" if isinstance(seg, (int, Key)) else seg for seg in path)
 
-
-def is_prefix(prefix: Path, path: Path) -> bool:
-    return len(prefix) <= len(path) and path[: len(prefix)] == prefix

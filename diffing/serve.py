@@ -9,7 +9,6 @@ to Serve.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -186,6 +185,3 @@ def _replica_ceiling(dep: dict[str, Any]) -> int:
         return int(ceiling) if isinstance(ceiling, (int, float)) else 1
     return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else 1
 
-
-def round_gpus(value: float) -> int:
-    return math.ceil(value - 1e-9)
