@@ -61,7 +61,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
                                      strict=True))}
         report = diffing.analyze(job["before"], job["after"], job["kuberay_version"], job["headroom"],
                                  job["policy"], sources=job["sources"], limits=limits,
-                                 before_is_live="managed" in job, live=job.get("live"))
+                                 before_is_live=job.get("before_is_live", False), live=job.get("live"))
     except Exception as exc:  # noqa: BLE001 - mapped to an answer; 500 only for a core bug
         status, body, _ = error_for(exc)
         out: dict[str, Any] = {"status": status, "body": _dumps(body), "media_type": "application/json",

@@ -162,15 +162,17 @@ async def argocd_managed_resources(request: Request, service: ServiceDep, format
     key = _digest(b"argocd", format.encode(), (kuberayVersion or "").encode(), raw)
     if service.cache.get(key) is None:
         managed: ManagedResourcesRequest = validate(ManagedResourcesRequest, value)
-        job = _job(service, format, kuberayVersion, managed=_trimmed(managed), sources=("live", "target"))
+        job = _job(service, format, kuberayVersion, managed=_trimmed(managed), sources=("live", "target"),
+                   before_is_live=True)
         if service.live_enabled:
-            try:
-                _, targets = texts_from_managed_resources(job["managed"])
+            try:  # convert here once; the worker then analyses the texts
+                job["before"], job["after"] = texts_from_managed_resources(job.pop("managed"))
             except ManagedResourcesError:
-                targets = []  # the worker answers the 4xx
-            live = await _live(service, job, targets)
-            if live:
-                job["live"], key = live, None
+                job["managed"] = _trimmed(managed)  # the worker converts again and answers the 4xx
+            else:
+                live = await _live(service, job, job["after"])
+                if live:
+                    job["live"], key = live, None
     else:
         job = {}
     return await answer(request, service, key, job)

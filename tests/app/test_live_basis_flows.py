@@ -120,3 +120,15 @@ def test_github_flow_analysis_uses_the_live_basis(kubeconfig: Any) -> None:
     assert (capacity["basis"], capacity["extra"]["nvidia.com/gpu"], capacity["headroom"]) == (
         "live", 3, {"nvidia.com/gpu": 5})
     assert json.dumps(report.to_dict())
+
+
+def test_service_managed_resources_use_the_live_basis(kubeconfig: Any) -> None:
+    kubeconfig(_kube(2))
+    before, after = _manifests()
+    body = {"items": [s.managed_item(s.live_state(before, active=ACTIVE), after)]}
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto"))
+    with running_server(app) as base_url:
+        response = httpx.post(f"{base_url}/v1/argocd/managed-resources", json=body, timeout=30)
+    r = response.json()["resources"][0]
+    assert (response.status_code, r["capacity"]["basis"], r["decision"]) == (200, "live", "hold")
+    assert r["capacity"]["extra"]["nvidia.com/gpu"] == 3
