@@ -14,7 +14,7 @@ from .kuberay import SUPPORTED as SUPPORTED_VERSIONS
 from .kuberay import Category
 from .live import LiveCluster
 from .loading import Limits
-from .manifests import rayservice_objects, strip_server_fields
+from .manifests import Source, rayservice_objects, strip_server_fields
 from .policy import Policy
 from .render.markdown import render_markdown
 from .report import Capacity, Change, Finding, Report, ResourceReport
@@ -33,6 +33,7 @@ __all__ = [
     "PolicyError",
     "Report",
     "ResourceReport",
+    "Source",
     "UnsupportedVersionError",
     "analyze",
     "cluster_divergence",

@@ -7,7 +7,7 @@ strategy; serveConfigV2 and muted fields are judged only when the cluster is lef
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -20,10 +20,10 @@ from .gojson import ABSENT
 from .kuberay import Category, rules_for
 from .live import LiveCluster
 from .loading import Limits
-from .manifests import Manifest, Texts, collect_all, crd_schemas, strip_server_fields
+from .manifests import Duplicate, Manifest, Texts, collect_all, crd_schemas, strip_server_fields
 from .paths import Path, format_path, schema_path
 from .policy import Policy, parse_headroom
-from .report import APPROVE, HOLD, IGNORE, SEVERITY_ORDER, Change, Report, ResourceReport
+from .report import APPROVE, HOLD, IGNORE, SEVERITY_ORDER, Change, Finding, Report, ResourceReport
 from .rollout import (
     Pair,
     decide,
@@ -42,7 +42,8 @@ from .values import dig, seq
 
 def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
                  after: Manifest | None, *, headroom: Mapping[str, Fraction] | None,
-                 live: LiveCluster | None, argo_apps: list[Any]) -> ResourceReport:
+                 live: LiveCluster | None, argo_apps: list[Any],
+                 duplicates: Sequence[Duplicate] = ()) -> ResourceReport:
     rules, policy = engine.rules, engine.policy
     main = after or before
     assert main is not None
@@ -124,6 +125,12 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
                   op_problems=op_problems, live=live, argo_apps=argo_apps, capacity=capacity,
                   unknown=unknown)
     pair.findings.extend(collect_findings(ctx))
+    for dup in duplicates:
+        pair.findings.append(Finding(
+            "error", "duplicate-resource", "metadata.name",
+            f"{dup.dropped} also produces RayService {key[0]}/{key[1]} (analysed here from {dup.kept}): "
+            "two Argo CD Applications (or roots) would apply it in turn and undo each other "
+            "(Argo CD reports SharedResourceWarning); keep it in one"))
 
     # 6. decision -----------------------------------------------------------------------------
     if action == "unchanged":
@@ -140,23 +147,31 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
         api_version=main.api_version, namespace=key[0], name=key[1], action=action,
         rollout=rollout, decision=decision, reasons=tuple(pair.reasons), changes=tuple(pair.changes),
         capacity=capacity, findings=findings, ignore_differences=ignore,
-        source=main.where(), strategy=strategy_note, headline=headline,
+        source=main.where(), origin=main.source, strategy=strategy_note, headline=headline,
     )
 
 
 def analyze(before_text: Texts, after_text: Texts, kuberay_version: str = "1.7.0",
             headroom: Mapping[str, Any] | None = None, policy: Mapping[str, Any] | None = None, *,
             live: Mapping[str, LiveCluster] | None = None, sources: tuple[str, str] = ("before", "after"),
-            limits: Limits | None = None, crd: str | None = None, before_is_live: bool = False) -> Report:
+            limits: Limits | None = None, crd: str | None = None, before_is_live: bool = False,
+            notes: Sequence[Finding] = ()) -> Report:
     """Analyse a change from ``before_text`` to ``after_text`` (YAML; ``""`` = nothing there).
 
     ``before_is_live`` says the before side was read from the API server (Argo CD's live
     state): its server defaults are then expected, and differences that vanish under the
     operator's normalisation are not listed as no-op changes.
 
-    Either text may also be a sequence of ``(source, text)`` pairs, e.g. one per file of a
-    commit: RayServices are paired across all of them by (namespace, name). ``crd`` is an
-    optional RayService CRD (YAML text) whose schema replaces the version's built-in one.
+    Either text may also be a sequence of ``(source, text)`` pairs or :class:`Source` values,
+    e.g. one per file of a commit or per rendered kustomize/Helm root: RayServices are paired
+    across all of them by (namespace, name); the same name from two sources of one side is a
+    ``duplicate-resource`` finding. ``crd`` is an optional RayService CRD (YAML text) whose
+    schema replaces the version's built-in one.
+
+    ``notes`` are findings about the change as a whole that the caller met before the
+    analysis (a root that could not be rendered: code ``render-failed``). They are reported
+    under ``findings`` at the top of the report; an error among them holds the change
+    (``render-failed`` weighs as the policy's ``renderFailure`` says).
 
     >>> report = analyze("", open_sample_text)            # doctest: +SKIP
     >>> report.to_dict()["resources"][0]["rollout"]       # doctest: +SKIP
@@ -168,7 +183,8 @@ def analyze(before_text: Texts, after_text: Texts, kuberay_version: str = "1.7.0
     """
     try:
         return _analyze(before_text, after_text, kuberay_version, headroom, policy, live=live,
-                        sources=sources, limits=limits, crd=crd, before_is_live=before_is_live)
+                        sources=sources, limits=limits, crd=crd, before_is_live=before_is_live,
+                        notes=notes)
     except RecursionError:
         raise ManifestError("the manifests nest too deeply to analyse") from None
 
@@ -176,27 +192,49 @@ def analyze(before_text: Texts, after_text: Texts, kuberay_version: str = "1.7.0
 def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
              headroom: Mapping[str, Any] | None, policy: Mapping[str, Any] | None, *,
              live: Mapping[str, LiveCluster] | None, sources: tuple[str, str],
-             limits: Limits | None, crd: str | None, before_is_live: bool) -> Report:
+             limits: Limits | None, crd: str | None, before_is_live: bool,
+             notes: Sequence[Finding]) -> Report:
     rules = rules_for(kuberay_version)
     pol = Policy.from_mapping(policy)
     room = parse_headroom(headroom)
     lim = limits or Limits()
     engine = Engine(rules, pol, crd_schemas(crd) if crd else None, before_is_live=before_is_live)
-    befores, _ = collect_all(before_text, sources[0], lim)
-    afters, apps = collect_all(after_text, sources[1], lim)
+    befores, _, b_dups = collect_all(before_text, sources[0], lim)
+    afters, apps, a_dups = collect_all(after_text, sources[1], lim)
     resources = []
     for key in sorted(set(befores) | set(afters)):
         live_state = (live or {}).get(f"{key[0]}/{key[1]}")
+        dups = [d for d in (a_dups if key in afters else b_dups) if d.key == key]
         resources.append(analyze_pair(engine, key, befores.get(key), afters.get(key), headroom=room,
-                                      live=live_state, argo_apps=apps))
-    decision = HOLD if any(r.decision == HOLD for r in resources) else \
+                                      live=live_state, argo_apps=apps, duplicates=dups))
+    general = tuple(sorted((weigh_note(n, pol) for n in notes),
+                           key=lambda f: SEVERITY_ORDER.get(f.severity, 3)))
+    blocked = any(f.severity == "error" and (f.code == "render-failed" or pol.hold_on_errors)
+                  for f in general)
+    decision = HOLD if blocked or any(r.decision == HOLD for r in resources) else \
         IGNORE if any(r.decision == IGNORE for r in resources) else APPROVE
-    return Report(kuberay_version=rules.version, decision=decision, summary=summarize(decision, resources),
-                  resources=tuple(resources))
+    return Report(kuberay_version=rules.version, decision=decision,
+                  summary=summarize(decision, resources, general),
+                  resources=tuple(resources), findings=general)
 
 
-def summarize(decision: str, resources: list[ResourceReport]) -> str:
+def weigh_note(note: Finding, policy: Policy) -> Finding:
+    """A caller's note as the policy weighs it: ``renderFailure: warn`` makes a render failure a warning."""
+    if note.code == "render-failed" and policy.render_failure == "warn" and note.severity == "error":
+        return Finding("warning", note.code, note.path, note.message, note.line)
+    return note
+
+
+def summarize(decision: str, resources: list[ResourceReport], general: Sequence[Finding] = ()) -> str:
+    errors = [f for f in general if f.severity == "error"]
+    problem = ""
+    if general:
+        first = errors[0] if errors else general[0]
+        more = len(general) - 1
+        problem = f"{first.path}: {first.code}" + (f" (+{more} more)" if more else "")
     if not resources:
+        if problem:
+            return f"{decision}: {problem}; no RayService could be compared there"
         return "approve: no RayService in the change"
     held = [r for r in resources if r.decision == HOLD]
     focus = held[0] if held else next((r for r in resources if r.rollout != "none"), resources[0])
@@ -220,6 +258,8 @@ def summarize(decision: str, resources: list[ResourceReport]) -> str:
     others = len(resources) - 1
     if others:
         parts.append(f"+{others} more RayService{'s' if others > 1 else ''}")
+    if problem:
+        parts.append(problem)
     return "; ".join(parts)
 
 

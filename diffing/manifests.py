@@ -12,7 +12,22 @@ from .paths import Path
 from .schema import SchemaSet
 from .values import mapping
 
-Texts = str | Sequence[tuple[str, str]]
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One text to analyse and where it came from.
+
+    ``lines`` is False for a renderer's output (kustomize, Helm, Argo CD): its line numbers
+    are the rendered stream's, not any file's, so findings leave them out.
+    """
+
+    name: str
+    text: str
+    lines: bool = True
+    namespace: str | None = None  # for objects without one (an Argo CD Application's destination)
+
+
+Texts = str | Sequence[tuple[str, str] | Source]
 
 
 SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp",
@@ -30,6 +45,8 @@ class Manifest:
     obj: dict[str, Any]
     doc: Document
     source: str
+    lines: bool = True
+    namespace: str = "default"
 
     @property
     def api_version(self) -> str:
@@ -38,10 +55,10 @@ class Manifest:
     @property
     def key(self) -> tuple[str, str]:
         meta = self.obj.get("metadata") or {}
-        return str(meta.get("namespace") or "default"), str(meta["name"])
+        return str(meta.get("namespace") or self.namespace), str(meta["name"])
 
     def line(self, path: Path = ()) -> int | None:
-        return self.doc.line_of(path)
+        return self.doc.line_of(path) if self.lines else None
 
     def where(self, path: Path = ()) -> str:
         line = self.line(path)
@@ -75,7 +92,8 @@ def is_rayservice(value: Any) -> bool:
             and str(value.get("apiVersion", "")).startswith("ray.io/"))
 
 
-def collect(text: str, source: str, limits: Limits) -> tuple[dict[tuple[str, str], Manifest], list[Any]]:
+def collect(text: str, source: str, limits: Limits, *, lines: bool = True, namespace: str | None = None
+            ) -> tuple[dict[tuple[str, str], Manifest], list[Any]]:
     """RayServices of a text by (namespace, name), plus any Argo CD Applications in it."""
     found: dict[tuple[str, str], Manifest] = {}
     apps: list[Any] = []
@@ -97,7 +115,7 @@ def collect(text: str, source: str, limits: Limits) -> tuple[dict[tuple[str, str
             if not isinstance(value.get("spec"), dict):
                 raise ManifestError("a RayService without a spec mapping", source=source,
                                     document=doc.index, line=doc.line, path="spec")
-            m = Manifest(strip_server_fields(value), doc, source)
+            m = Manifest(strip_server_fields(value), doc, source, lines, namespace or "default")
             if m.key in found:
                 first = found[m.key]
                 raise ManifestError(
@@ -108,26 +126,46 @@ def collect(text: str, source: str, limits: Limits) -> tuple[dict[tuple[str, str
     return found, apps
 
 
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """The same (namespace, name) produced by two sources (e.g. two Argo CD Applications)."""
+
+    key: tuple[str, str]
+    kept: str
+    dropped: str
+
+
 def collect_all(texts: Texts, source: str, limits: Limits
-                ) -> tuple[dict[tuple[str, str], Manifest], list[Any]]:
-    pairs = [(source, texts)] if isinstance(texts, str) else list(texts)
+                ) -> tuple[dict[tuple[str, str], Manifest], list[Any], list[Duplicate]]:
+    """RayServices across every text, the Applications among them, and cross-source duplicates.
+
+    A name twice in one text is an input error; the same name from two different sources is
+    not silently merged either: the first is kept and the clash is returned, for a finding.
+    """
+    pairs: list[Source] = [Source(source, texts)] if isinstance(texts, str) else [
+        t if isinstance(t, Source) else Source(t[0], t[1]) for t in texts]
     found: dict[tuple[str, str], Manifest] = {}
     apps: list[Any] = []
-    for name, text in pairs:
-        more, more_apps = collect(text or "", name, limits)
+    duplicates: list[Duplicate] = []
+    for src in pairs:
+        more, more_apps = collect(src.text or "", src.name, limits, lines=src.lines,
+                                  namespace=src.namespace)
         for key, m in more.items():
             if key in found:
-                raise ManifestError(
-                    f"RayService {key[0]}/{key[1]} appears twice (also in {found[key].where()})",
-                    source=name, document=m.doc.index, line=m.doc.line)
+                if found[key].source == src.name:
+                    raise ManifestError(
+                        f"RayService {key[0]}/{key[1]} appears twice (also in {found[key].where()})",
+                        source=src.name, document=m.doc.index, line=m.doc.line)
+                duplicates.append(Duplicate(key, found[key].source, src.name))
+                continue
             found[key] = m
         apps.extend(more_apps)
-    return found, apps
+    return found, apps, duplicates
 
 
 def rayservice_objects(texts: Texts, source: str = "after") -> dict[str, dict[str, Any]]:
     """The RayServices of ``texts`` by ``"namespace/name"`` (for a caller that looks them up live)."""
-    found, _ = collect_all(texts, source, Limits())
+    found, _, _ = collect_all(texts, source, Limits())
     return {f"{ns}/{name}": m.obj for (ns, name), m in found.items()}
 
 

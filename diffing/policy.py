@@ -12,7 +12,9 @@ from .quantity import Quantity, QuantityError
 
 HOLD_ON_RECREATE = ("always", "gpu-only", "never")
 NOT_APPLIED = ("hold", "warn")
-_KEYS = {"holdOnRecreate", "thresholds", "notApplied", "operator", "accelerators", "holdOnErrors"}
+RENDER_FAILURE = ("hold", "warn")
+_KEYS = {"holdOnRecreate", "thresholds", "notApplied", "operator", "accelerators", "holdOnErrors",
+         "renderFailure"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +29,8 @@ class Policy:
     * ``not_applied``: ``hold`` (default) or ``warn`` when the operator will not apply a change.
     * ``feature_gates`` / ``operator_env``: the operator's own settings.
     * ``accelerators``: extra resource names to count as accelerators.
+    * ``render_failure``: ``hold`` (default) or ``warn`` when a root the change touched could
+      not be rendered (kustomize, Helm): its RayServices were not compared at all.
     """
 
     hold_on_recreate: str = "gpu-only"
@@ -36,6 +40,7 @@ class Policy:
     operator_env: Mapping[str, str] = field(default_factory=dict)
     accelerators: tuple[str, ...] = ()
     hold_on_errors: bool = True
+    render_failure: str = "hold"
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Policy:
@@ -77,9 +82,12 @@ class Policy:
         hold_errors = data.get("holdOnErrors", True)
         if not isinstance(hold_errors, bool):
             raise PolicyError("must be true or false", key="holdOnErrors")
+        render_failure = data.get("renderFailure", "hold")
+        if render_failure not in RENDER_FAILURE:
+            raise PolicyError(f"must be one of {', '.join(RENDER_FAILURE)}", key="renderFailure")
         return cls(hold, thresholds, not_applied, dict(gates),
                    {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in env.items()},
-                   tuple(accel), hold_errors)
+                   tuple(accel), hold_errors, render_failure)
 
 
 def parse_headroom(data: Mapping[str, Any] | None) -> dict[str, Fraction] | None:

@@ -76,13 +76,14 @@ class ResourceReport:
     findings: tuple[Finding, ...]
     ignore_differences: tuple[dict[str, Any], ...] = ()
     source: str = ""  # "file:line" of the after (or before) manifest
+    origin: str = ""  # the text it came from: a file, or a rendered root ("overlays/prod (kustomize)")
     strategy: str = ""
     headline: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "apiVersion": self.api_version, "kind": "RayService", "namespace": self.namespace,
-            "name": self.name, "action": self.action, "rollout": self.rollout,
+            "name": self.name, "source": self.origin, "action": self.action, "rollout": self.rollout,
             "decision": self.decision, "reasons": list(self.reasons),
             "changes": [c.to_dict() for c in self.changes],
             "capacity": self.capacity.to_dict(),
@@ -97,6 +98,7 @@ class Report:
     decision: str
     summary: str
     resources: tuple[ResourceReport, ...] = field(default_factory=tuple)
+    findings: tuple[Finding, ...] = ()  # about the change as a whole, e.g. a root that failed to render
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +106,7 @@ class Report:
             "kuberayVersion": self.kuberay_version,
             "decision": self.decision,
             "summary": self.summary,
+            "findings": [f.to_dict() for f in self.findings],
             "resources": [r.to_dict() for r in self.resources],
         }
 

@@ -140,4 +140,4 @@ def test_cli_git_follows_renames_and_skips_other_files(tmp_path: Path,
 def test_cli_git_unknown_revision_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _git(tmp_path, "init", "-q")
     assert cli.main(["git", "nope", "HEAD", "--repo", str(tmp_path)]) == 2
-    assert "git rev-parse" in capsys.readouterr().err
+    assert "unknown revision 'nope'" in capsys.readouterr().err

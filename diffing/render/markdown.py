@@ -14,7 +14,7 @@ from typing import Any
 
 from ..capacity import human
 from ..quantity import Quantity, QuantityError
-from ..report import HOLD, IGNORE, Report, ResourceReport
+from ..report import HOLD, IGNORE, Finding, Report, ResourceReport
 
 ICON = {"approve": "🟢", "hold": "🔴", "ignore-differences": "🟡"}
 SEVERITY_ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
@@ -56,8 +56,12 @@ def _cpu_mem(amounts: dict[str, Any]) -> str:
 def _header(report: Report) -> list[str]:
     icon = ICON.get(report.decision, "")
     lines = [f"## {icon} rayservice-impact: **{report.decision}**", "", f"> {report.summary}", ""]
+    if report.findings:
+        lines += ["**Not compared** (what the change touched but could not be read as deployed)", ""]
+        lines += [_finding_line(f) for f in report.findings] + [""]
     if not report.resources:
-        lines.append("No RayService changes.")
+        lines.append("No RayService changes." if not report.findings else
+                     "No RayService could be compared.")
         return lines
     lines += ["| RayService | action | rollout | decision | extra accelerators | extra CPU / memory |",
               "|---|---|---|---|---|---|"]
@@ -93,12 +97,14 @@ def _changes(r: ResourceReport, compact: bool) -> list[str]:
 def _findings(r: ResourceReport) -> list[str]:
     if not r.findings:
         return []
-    lines = ["**Findings**", ""]
-    for f in r.findings:
-        where = f" (line {f.line})" if f.line else ""
-        lines.append(f"- {SEVERITY_ICON.get(f.severity, '')} **{f.severity}** `{f.code}` at "
-                     f"`{f.path}`{where}: {f.message}")
-    return lines + [""]
+    return ["**Findings**", "", *(_finding_line(f) for f in r.findings), ""]
+
+
+def _finding_line(f: Finding) -> str:
+    where = f" (line {f.line})" if f.line else ""
+    message = f.message if "\n" not in f.message else f.message.replace("\n", " ⏎ ")
+    return (f"- {SEVERITY_ICON.get(f.severity, '')} **{f.severity}** `{f.code}` at "
+            f"`{f.path}`{where}: {message}")
 
 
 def _snippet(r: ResourceReport) -> list[str]:
