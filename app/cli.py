@@ -49,22 +49,50 @@ def add_analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--crd", metavar="FILE", help="a RayService CRD whose schema replaces the built-in one")
 
 
+def add_render_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--render", choices=("auto", "none"), default="auto",
+                   help="render kustomize / Helm / Argo CD Applications (auto, the default) or read "
+                        "files as they are (none)")
+    p.add_argument("--kustomize", choices=("kubectl", "kustomize"), default=None,
+                   help="kustomize renderer when both are on PATH (default: kubectl kustomize)")
+
+
+def render_options(args: argparse.Namespace) -> Any:
+    import dataclasses
+
+    from .settings import SettingsError, load_settings
+
+    try:
+        options = load_settings().render_options()
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    return dataclasses.replace(options, kustomize=args.kustomize)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rayservice-impact",
         description="Predict what the KubeRay operator does with a RayService change, and what it costs.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("analyze", help="compare two manifest files")
-    p.add_argument("before", help="YAML file before the change ('-' = stdin, /dev/null = nothing)")
-    p.add_argument("after", help="YAML file after the change")
+    p = sub.add_parser("analyze", help="compare two manifest files or folders")
+    p.add_argument("before", help="YAML file, or a kustomization / chart folder, before the change "
+                                  "('-' = stdin, /dev/null = nothing)")
+    p.add_argument("after", help="YAML file or folder after the change")
     add_analysis_options(p)
-    p = sub.add_parser("git", help="compare every changed YAML file between two git revisions")
+    add_render_options(p)
+    p = sub.add_parser("git", help="compare what two git revisions deploy (rendered kustomize, Helm, "
+                                   "Argo CD Applications, plain YAML)")
     p.add_argument("base")
     p.add_argument("head")
     p.add_argument("--repo", default=".", help="repository path (default: .)")
     p.add_argument("--paths", nargs="+", action="extend", metavar="GLOB",
-                   help="limit to these pathspecs (default: *.yaml *.yml)")
+                   help="only changes to these pathspecs (default: every file; *.yaml *.yml "
+                        "with --render none)")
+    p.add_argument("--repo-url", default=None,
+                   help="this repository's URL, to tell its Argo CD Applications from others' "
+                        "(default: the origin remote)")
     add_analysis_options(p)
+    add_render_options(p)
     p = sub.add_parser("serve", help="run the HTTP service")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
@@ -106,11 +134,20 @@ def format_report(report: diffing.Report, fmt: str | None) -> str:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
+    import os
+
     if args.before == "-" and args.after == "-":
         raise UsageError("only one of BEFORE and AFTER can be '-' (standard input)")
     kwargs = analysis_kwargs(args)
-    before, after = read_text(args.before), read_text(args.after)
-    report = diffing.analyze([(args.before, before)], [(args.after, after)], **kwargs)
+    if args.render == "auto" and (os.path.isdir(args.before) or os.path.isdir(args.after)):
+        from .render.folders import render_folders
+        from .render.pipeline import analyze_rendered
+
+        rendered = render_folders(args.before, args.after, render_options(args))
+        report = analyze_rendered(rendered, **kwargs)
+    else:
+        before, after = read_text(args.before), read_text(args.after)
+        report = diffing.analyze([(args.before, before)], [(args.after, after)], **kwargs)
     sys.stdout.write(format_report(report, args.format))
     return report.exit_code
 
@@ -120,10 +157,18 @@ def _cmd_git(args: argparse.Namespace) -> int:
 
     kwargs = analysis_kwargs(args)
     try:
-        before, after = changed_manifests(args.repo, args.base, args.head, args.paths)
+        if args.render == "none":
+            before, after = changed_manifests(args.repo, args.base, args.head, args.paths)
+            report = diffing.analyze(before, after, **kwargs)
+        else:
+            from .render.pipeline import analyze_rendered
+            from .render.repo import render_git_range
+
+            rendered = render_git_range(args.repo, args.base, args.head, args.paths,
+                                        render_options(args), repo_url=args.repo_url)
+            report = analyze_rendered(rendered, **kwargs)
     except GitError as exc:
         raise UsageError(str(exc)) from None
-    report = diffing.analyze(before, after, **kwargs)
     sys.stdout.write(format_report(report, args.format))
     return report.exit_code
 

@@ -49,23 +49,23 @@ def _show(repo: str, rev: str, path: str) -> str:
     data = _git(repo, "show", f"{rev}:{path}")
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return ""  # not a text manifest
+    except UnicodeDecodeError as exc:
+        if RAYSERVICE_HINT.search(data.decode("latin-1")):
+            # Never read as empty: that would make the RayService look deleted.
+            raise GitError(f"{rev}:{path}: not UTF-8 text (byte {exc.start})") from None
+        return ""  # not a text manifest, and no RayService in it
 
 
-def changed_manifests(repo: str, base: str, head: str, pathspecs: Sequence[str] | None = None
-                      ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """Before/after texts of every changed YAML file that holds a RayService on either side.
-
-    Renames are followed (``-M``): the before side is read from the old path. Sources are
-    named ``REV:path`` so errors point at the revision and file.
-    """
+def _name_status(repo: str, base: str, head: str, pathspecs: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(status letter, old path, new path) of every file changed from ``base`` to ``head``."""
     for rev in (base, head):
-        _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    out = _git(repo, "diff", "--name-status", "-z", "-M", base, head, "--",
-               *(pathspecs or DEFAULT_PATHSPECS))
-    fields = out.decode("utf-8", errors="replace").split("\0")
-    files: list[tuple[str, str, str, str]] = []
+        try:
+            _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        except GitError:
+            raise GitError(f"unknown revision {rev!r} in {repo}") from None
+    out = _git(repo, "diff", "--name-status", "-z", "-M", base, head, "--", *pathspecs)
+    fields = out.decode("utf-8", errors="surrogateescape").split("\0")
+    entries: list[tuple[str, str, str]] = []
     i = 0
     while i < len(fields) and fields[i]:
         status = fields[i]
@@ -75,7 +75,34 @@ def changed_manifests(repo: str, base: str, head: str, pathspecs: Sequence[str] 
         else:
             old = new = fields[i + 1]
             i += 2
-        b = "" if status[0] == "A" else _show(repo, base, old)
-        a = "" if status[0] == "D" else _show(repo, head, new)
+        entries.append((status[0], old, new))
+    return entries
+
+
+def changed_paths(repo: str, base: str, head: str, pathspecs: Sequence[str] | None = None) -> set[str]:
+    """Every path the range touched (both names of a rename); all files unless ``pathspecs``."""
+    return {p for _, old, new in _name_status(repo, base, head, pathspecs or ()) for p in (old, new)}
+
+
+def remote_url(repo: str) -> str | None:
+    """The ``origin`` remote's URL, to tell this repository's Argo CD Applications from others'."""
+    try:
+        return _git(repo, "remote", "get-url", "origin").decode("utf-8", errors="replace").strip() or None
+    except GitError:
+        return None
+
+
+def changed_manifests(repo: str, base: str, head: str, pathspecs: Sequence[str] | None = None
+                      ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Before/after texts of every changed YAML file that holds a RayService on either side
+    (``--render none``: files as they are).
+
+    Renames are followed (``-M``): the before side is read from the old path. Sources are
+    named ``REV:path`` so errors point at the revision and file.
+    """
+    files: list[tuple[str, str, str, str]] = []
+    for status, old, new in _name_status(repo, base, head, pathspecs or DEFAULT_PATHSPECS):
+        b = "" if status == "A" else _show(repo, base, old)
+        a = "" if status == "D" else _show(repo, head, new)
         files.append((f"{base}:{old}", b, f"{head}:{new}", a))
     return rayservice_texts(files)

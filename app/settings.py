@@ -47,6 +47,11 @@ class Settings(BaseSettings):
     github_retry_budget_seconds: float = Field(default=120.0, ge=0)
     github_write_interval_seconds: float = Field(default=1.0, ge=0)
     analysis_executor: Literal["process", "thread"] = "process"
+    # Rendering of PR revisions (contract "Rendering").
+    render: Literal["auto", "none"] = "auto"
+    render_timeout_s: float = Field(default=60.0, gt=0)
+    render_max_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
+    render_tarball_max_bytes: int = Field(default=200 * 1024 * 1024, gt=0)  # one downloaded revision
     analysis_cache_entries: int = Field(default=256, ge=0)
 
     @field_validator("kuberay_version")
@@ -72,6 +77,14 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    def render_options(self, *, repo_url: str | None = None) -> Any:
+        """The renderers' options (limits, workers) from these settings."""
+        from app.render.pipeline import RenderOptions
+        from app.render.process import RenderLimits
+
+        return RenderOptions(limits=RenderLimits(self.render_timeout_s, self.render_max_bytes),
+                             repo_url=repo_url)
 
     def load_policy(self) -> dict[str, Any] | None:
         """The policy mapping from ``policy_file``; raises SettingsError naming the file."""

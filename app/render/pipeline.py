@@ -1,0 +1,296 @@
+"""From a change (two snapshots and the paths it touched) to what the core compares.
+
+1. Find the render roots of both revisions (:mod:`.roots`).
+2. Keep the roots whose render reads a changed path.
+3. Render each at both revisions, in parallel (bounded), each distinct input once.
+4. Hand the core one :class:`diffing.Source` per root and revision, named after the root,
+   plus a ``render-failed`` finding for every root that could not be rendered: both of its
+   sides are then left out, so nothing is compared against a half.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import diffing
+from diffing import Finding, Source
+
+from .kustomize import render_kustomize
+from .process import RenderError, RenderLimits
+from .roots import Discovery, RenderSource, Root, discover, matches_directory
+from .snapshot import Snapshot
+
+RAYSERVICE_HINT = re.compile(r"^\s*kind:\s*[\"']?RayService[\"']?\s*$", re.MULTILINE)
+MAX_PLAIN_FILE = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RenderOptions:
+    kustomize: str | None = None        # "kubectl" | "kustomize" | None = whichever is on PATH
+    limits: RenderLimits = RenderLimits()
+    workers: int = max(1, min(8, os.cpu_count() or 1))
+    repo_url: str | None = None         # this repository, to tell its Applications from others'
+
+
+
+@dataclass(slots=True)
+class RenderedChange:
+    before: list[Source] = field(default_factory=list)
+    after: list[Source] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
+    rendered: list[str] = field(default_factory=list)   # labels of the roots compared
+    renders: int = 0                                     # renderer runs (after de-duplication)
+
+
+class _Failed(Exception):
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(message)
+        self.tool, self.message = tool, message
+
+
+def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterable[str],
+                  options: RenderOptions) -> RenderedChange:
+    """What the change deploys at both revisions, for the roots it affects."""
+    paths = {p for p in changed if p}
+    disc_b = discover(base, repo_url=options.repo_url) if base else Discovery({})
+    disc_h = discover(head, repo_url=options.repo_url) if head else Discovery({})
+    out = RenderedChange()
+    affected = sorted({rid for disc in (disc_b, disc_h) for rid, root in disc.roots.items()
+                       if any(root.reads(p) for p in paths)})
+    read = [disc.roots[rid] for disc in (disc_b, disc_h) for rid in affected
+            if rid in disc.roots and not rid.startswith("file:")]
+    for disc in (disc_b, disc_h):
+        for file, why in disc.notes:
+            # A file an affected root reads fails that root's render instead.
+            if file in paths and not any(n.path == file for n in out.notes) and not any(
+                    r.reads(file) for r in read):
+                out.notes.append(Finding("warning", "not-rendered", file, why))
+    if not affected:
+        return out
+    renderer = _Renderer(options)
+    try:
+        jobs: dict[tuple[str, str], Future[str]] = {}
+        for rid in affected:
+            for side, snap, disc in (("base", base, disc_b), ("head", head, disc_h)):
+                root = disc.roots.get(rid)
+                if root is not None and snap is not None:
+                    jobs[(rid, side)] = renderer.submit(snap, root)
+        for rid in affected:
+            rb, rh = disc_b.roots.get(rid), disc_h.roots.get(rid)
+            main = rh or rb
+            assert main is not None
+            texts: dict[str, str] = {}
+            failure = ""
+            for side, snap in (("base", base), ("head", head)):
+                job = jobs.get((rid, side))
+                if job is None:
+                    continue
+                try:
+                    texts[side] = job.result()
+                except _Failed as exc:
+                    rev = f" ({snap.revision[:12]})" if snap is not None and snap.revision else ""
+                    failure = failure or f"{exc.tool} at {side}{rev}: {exc.message}"
+            if failure:
+                out.notes.append(Finding("error", "render-failed", main.label, failure))
+                continue
+            lines = main.sources[0].type == "file" if main.sources else False
+            if "base" in texts:
+                out.before.append(Source(main.label, texts["base"], lines, rb.namespace if rb else None))
+            if "head" in texts:
+                out.after.append(Source(main.label, texts["head"], lines, rh.namespace if rh else None))
+            if texts.get("base") != texts.get("head"):
+                out.rendered.append(main.label)
+    finally:
+        renderer.close()
+    out.renders = renderer.runs
+    return out
+
+
+class _Renderer:
+    """Renders roots on a bounded pool; the same input (source + the content it reads) runs once."""
+
+    def __init__(self, options: RenderOptions) -> None:
+        self.options = options
+        self.pool = ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="render")
+        self.cache: dict[tuple[object, ...], Future[str]] = {}
+        self.digests: dict[tuple[str, str], str] = {}
+        self.runs = 0
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, snap: Snapshot, root: Root) -> Future[str]:
+        if root.problem:
+            done: Future[str] = Future()
+            done.set_exception(_Failed(root.tool or "render", root.problem))
+            return done
+        refused = sorted(p for p in snap.refused if root.reads(p))
+        if refused:
+            done = Future()
+            done.set_exception(_Failed("render", f"{refused[0]}: {snap.refused[refused[0]]}"))
+            return done
+        parts = [self._source(snap, root, s) for s in root.sources]
+        if len(parts) == 1:
+            return parts[0]
+        joined: Future[str] = Future()
+
+        def join(_: Future[str]) -> None:
+            if all(p.done() for p in parts) and not joined.done():
+                try:
+                    joined.set_result("\n---\n".join(p.result() for p in parts))
+                except _Failed as exc:
+                    joined.set_exception(exc)
+
+        for p in parts:
+            p.add_done_callback(join)
+        return joined
+
+    def _source(self, snap: Snapshot, root: Root, src: RenderSource) -> Future[str]:
+        key = (src, self._digest(snap, root))
+        if key not in self.cache:
+            self.runs += src.type in ("kustomize", "helm")
+            self.cache[key] = self.pool.submit(self._render, snap, src)
+        return self.cache[key]
+
+    def _digest(self, snap: Snapshot, root: Root) -> str:
+        """The content the root's render reads, as one hash (per snapshot folder, cached)."""
+        h = hashlib.sha256()
+        for d in sorted(root.read_dirs):
+            h.update(b"d\0" + d.encode() + b"\0" + self._dir_digest(snap, d).encode())
+        for f in sorted(root.read_files):
+            h.update(b"f\0" + f.encode() + b"\0" + _file_digest(snap.path(f)).encode())
+        return h.hexdigest()
+
+    def _dir_digest(self, snap: Snapshot, rel: str) -> str:
+        key = (snap.root, rel)
+        if key not in self.digests:
+            h = hashlib.sha256()
+            top = snap.path(rel)
+            for dirpath, dirs, files in os.walk(top):
+                dirs.sort()
+                for name in sorted(files):
+                    full = os.path.join(dirpath, name)
+                    h.update(os.path.relpath(full, top).encode() + b"\0" + _file_digest(full).encode())
+            self.digests[key] = h.hexdigest()
+        return self.digests[key]
+
+    def _render(self, snap: Snapshot, src: RenderSource) -> str:
+        try:
+            return _RENDER[src.type](snap, src, self.options)
+        except RenderError as exc:
+            raise _Failed(exc.tool, exc.message) from None
+
+
+def _file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        return "-"
+    return h.hexdigest()
+
+
+def _decode(tool: str, rel: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RenderError(tool, f"{rel} is not UTF-8 text (byte {exc.start}): it cannot be read as "
+                                "YAML, so what it deploys is unknown") from None
+
+
+def _read(snap: Snapshot, rel: str, tool: str) -> bytes:
+    try:
+        with open(snap.path(rel), "rb") as fh:
+            data = fh.read(MAX_PLAIN_FILE + 1)
+    except OSError as exc:
+        raise RenderError(tool, f"{rel}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_PLAIN_FILE:
+        raise RenderError(tool, f"{rel} is larger than {MAX_PLAIN_FILE} bytes")
+    return data
+
+
+def _render_plain_file(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
+    """A plain YAML file as it is; only one that may hold a RayService is passed on (a cheap
+    text test, so a broken file elsewhere is no error). Bytes that are not UTF-8 in a file
+    that may hold one are a failure, never an empty (deleted) file."""
+    data = _read(snap, src.path, "read")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        if RAYSERVICE_HINT.search(data.decode("latin-1")):
+            return _decode("read", src.path, data)
+        return ""
+    return text if RAYSERVICE_HINT.search(text) else ""
+
+
+def render_directory(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
+    opts = src.directory
+    top = snap.path(src.path)
+    texts: list[str] = []
+    for dirpath, dirs, files in os.walk(top):
+        dirs.sort()
+        if opts is None or not opts.recurse:
+            dirs.clear()
+        for name in sorted(files):
+            rel = os.path.relpath(os.path.join(dirpath, name), top).replace(os.sep, "/")
+            if not name.endswith((".yaml", ".yml", ".json")):
+                continue
+            if opts is not None and not matches_directory(rel, opts):
+                continue
+            repo_rel = posixpath.join(src.path, rel) if src.path else rel
+            texts.append(_decode("directory", repo_rel, _read(snap, repo_rel, "directory")))
+    return "\n---\n".join(texts)
+
+
+def _render_kustomize(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
+    return render_kustomize(snap, src.path, src.kustomize, options.limits, renderer=options.kustomize)
+
+
+def _render_helm(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
+    from .helm import HelmSource, render_helm  # loaded only when a chart is rendered
+
+    h = src.helm
+    assert h is not None
+    files = []
+    for rel in h.value_files:
+        if h.ignore_missing_value_files and not os.path.isfile(snap.path(rel)):
+            continue
+        files.append(snap.path(rel))
+    return render_helm(HelmSource(chart_dir=snap.path(src.path), snapshot=snap.root,
+                                  release_name=h.release_name, namespace=h.namespace,
+                                  value_files=tuple(files), values=h.values, parameters=h.parameters),
+                       options.limits)
+
+
+_RENDER: dict[str, Callable[[Snapshot, RenderSource, RenderOptions], str]] = {
+    "file": _render_plain_file,
+    "directory": render_directory,
+    "kustomize": _render_kustomize,
+    "helm": _render_helm,
+}
+
+
+def analyze_rendered(rendered: RenderedChange, **kwargs: object) -> diffing.Report:
+    """``diffing.analyze`` on a rendered change. A rendered text the core cannot read (a Helm
+    template that printed broken YAML) becomes a ``render-failed`` finding for its root, and
+    the rest is still compared; a plain file that cannot be read stays an input error."""
+    before, after, notes = list(rendered.before), list(rendered.after), list(rendered.notes)
+    while True:
+        try:
+            return diffing.analyze(before, after, notes=notes, **kwargs)  # type: ignore[arg-type]
+        except diffing.ManifestError as exc:
+            bad = exc.source
+            if not bad or not any(s.name == bad and not s.lines for s in before + after):
+                raise  # a plain file of the repository: an input error (exit 2) naming its line
+            notes.append(Finding("error", "render-failed", bad, f"the rendered output cannot be read: "
+                                                               f"{exc.message}"))
+            before = [s for s in before if s.name != bad]
+            after = [s for s in after if s.name != bad]

@@ -1,0 +1,153 @@
+"""Running a renderer (kubectl kustomize, kustomize, helm, the Helm SDK child) on untrusted input.
+
+Every child gets: a fixed argv (never a shell), a working directory inside the snapshot, an
+environment built from nothing (no token or setting of ours reaches it: only PATH, a HOME and
+caches in a throw-away directory, and the locale), its own process group so a timeout kills
+grandchildren too, a wall-clock limit and a cap on what it may print.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+MESSAGE_CHARS = 600  # how much of a tool's error message a finding carries
+
+
+@dataclass(frozen=True, slots=True)
+class RenderLimits:
+    """Per-render limits (RAYSERVICE_IMPACT_RENDER_TIMEOUT_S / _RENDER_MAX_BYTES)."""
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+
+class RenderError(Exception):
+    """A render that did not produce manifests; ``tool`` names the renderer, the message is trimmed."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(f"{tool}: {trim(message)}")
+        self.tool = tool
+        self.message = trim(message)
+
+
+def trim(message: str, limit: int = MESSAGE_CHARS) -> str:
+    """One readable message: whitespace collapsed per line, blank lines dropped, cut in the middle."""
+    lines = [" ".join(line.split()) for line in message.strip().splitlines()]
+    text = "\n".join(line for line in lines if line)
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    return f"{text[:head]} … {text[-(limit - head - 3):]}"
+
+
+def child_env(scratch: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a renderer: nothing inherited but PATH."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": scratch,
+        "TMPDIR": scratch,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        # Helm keeps its caches and repository config here, never in the user's home.
+        "HELM_CACHE_HOME": os.path.join(scratch, "helm-cache"),
+        "HELM_CONFIG_HOME": os.path.join(scratch, "helm-config"),
+        "HELM_DATA_HOME": os.path.join(scratch, "helm-data"),
+        # kustomize looks for exec/Go plugins here; an empty folder holds none.
+        "KUSTOMIZE_PLUGIN_HOME": os.path.join(scratch, "kustomize-plugins"),
+        # No proxy: a render that reaches for the network fails rather than going anywhere.
+        "NO_PROXY": "*",
+    }
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_tool(tool: str, argv: Sequence[str], *, cwd: str, limits: RenderLimits,
+             stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> bytes:
+    """Run ``argv`` and return its standard output; :class:`RenderError` on failure.
+
+    The output is read as it comes and the child is killed as soon as it passes
+    ``limits.max_bytes``; the wall-clock limit covers the whole run. Standard error is kept
+    (capped) for the message.
+    """
+    with tempfile.TemporaryDirectory(prefix="rsi-child-") as scratch:
+        try:
+            proc = subprocess.Popen(
+                list(argv), cwd=cwd, env=child_env(scratch, env), stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                close_fds=True)
+        except FileNotFoundError:
+            raise RenderError(tool, f"{argv[0]} is not installed") from None
+        except OSError as exc:
+            raise RenderError(tool, f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+        out = bytearray()
+        err = bytearray()
+        over = threading.Event()
+
+        def pump_out() -> None:
+            assert proc.stdout is not None
+            while chunk := proc.stdout.read(65536):
+                if len(out) + len(chunk) > limits.max_bytes:
+                    over.set()
+                    _kill(proc)
+                    return
+                out.extend(chunk)
+
+        def pump_err() -> None:
+            assert proc.stderr is not None
+            while chunk := proc.stderr.read(65536):
+                if len(err) < 256 * 1024:
+                    err.extend(chunk)
+
+        readers = [threading.Thread(target=pump_out, daemon=True),
+                   threading.Thread(target=pump_err, daemon=True)]
+        for t in readers:
+            t.start()
+        try:
+            assert proc.stdin is not None
+            if stdin:
+                proc.stdin.write(stdin)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        # A timer rather than wait(timeout=): CPython polls with sleeps for the latter, which
+        # costs up to 50 ms a render.
+        late = threading.Event()
+
+        def expire() -> None:
+            late.set()
+            _kill(proc)
+
+        timer = threading.Timer(limits.timeout_s, expire)
+        timer.start()
+        try:
+            code = proc.wait()
+        finally:
+            timer.cancel()
+        for t in readers:
+            t.join(timeout=5)
+        if late.is_set():
+            raise RenderError(tool, f"took longer than {limits.timeout_s:g} s and was stopped")
+        if over.is_set():
+            raise RenderError(tool, f"printed more than {limits.max_bytes} bytes and was stopped")
+        if code != 0:
+            message = err.decode("utf-8", errors="replace").strip() or f"exit code {code}"
+            if code < 0:
+                message = f"killed by signal {-code}. {message}"
+            raise RenderError(tool, message)
+        return bytes(out)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,258 @@
+"""The PR flow on a real GitOps repository: real git, real ``kubectl kustomize`` (skipped without it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gitops import REPO_URL, application, commit, edit_yaml, git, make_repo, write
+
+from app.cli import main
+from app.render.kustomize import find_tool
+
+pytestmark = pytest.mark.skipif(find_tool("kubectl") is None, reason="kubectl is not installed")
+
+NEW_TAG = "2.53.0-py311-cu128"
+
+
+def run(repo: Path, base: str, head: str, capsys: pytest.CaptureFixture[str], *extra: str
+        ) -> tuple[int, dict[str, Any]]:
+    code = main(["git", base, head, "--repo", str(repo), "--format", "json", *extra])
+    out = capsys.readouterr()
+    return code, json.loads(out.out) if out.out else {"stderr": out.err}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path)
+
+
+@pytest.fixture
+def apps_repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path, with_apps=True)
+
+
+def head_of(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_image_bump_through_overlay_images_is_a_new_cluster_hold(repo: Path, capsys) -> None:
+    base = head_of(repo)
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=NEW_TAG))
+    code, report = run(repo, base, commit(repo), capsys)
+    assert code == 3 and report["decision"] == "hold"
+    [r] = report["resources"]
+    assert (r["namespace"], r["name"], r["rollout"]) == ("ray-prod", "ray-serve-llm", "new-cluster")
+    assert r["source"] == "overlays/prod (kustomize)"
+    assert r["capacity"]["extra"]["nvidia.com/gpu"] == 4
+    images = {c["after"] for c in r["changes"] if c["path"].endswith(".image")}
+    assert images == {f"rayproject/ray-llm:{NEW_TAG}"}
+    # rendered sources carry no line numbers: they would be the render's, not a file's
+    assert all("line" not in f for f in r["findings"])
+
+
+def test_with_headroom_the_same_bump_is_approved(repo: Path, capsys) -> None:
+    base = head_of(repo)
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=NEW_TAG))
+    code, report = run(repo, base, commit(repo), capsys, "--headroom", "nvidia.com/gpu=4")
+    assert (code, report["decision"]) == (0, "approve")
+
+
+def test_patch_that_changes_only_serve_config_is_serve_in_place(repo: Path, capsys) -> None:
+    base = head_of(repo)
+    serve = ("applications:\n- name: llms\n  import_path: ray.serve.llm:build_openai_app\n"
+             "  route_prefix: /\n  runtime_env: {env_vars: {LOG_LEVEL: debug}}\n")
+    doc = {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "ray-serve-llm"},
+           "spec": {"serveConfigV2": serve}}
+    write(repo, "overlays/prod/serve-patch.yaml", doc)
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    assert r["namespace"] == "ray-prod"  # the overlay's namespace, not "default"
+    assert r["rollout"] == "serve-in-place"
+    assert {c["category"] for c in r["changes"]} == {"serve-in-place"}
+    assert not [f for f in r["findings"] if f["severity"] == "error"]
+    assert code == 0
+
+
+def test_base_change_reaches_both_overlays(repo: Path, capsys) -> None:
+    base = head_of(repo)
+    text = (repo / "base/rayservice.yaml").read_text().replace("num-cpus: \"0\"", "num-cpus: \"1\"", 1)
+    (repo / "base/rayservice.yaml").write_text(text)
+    code, report = run(repo, base, commit(repo), capsys)
+    got = sorted((r["namespace"], r["source"], r["rollout"]) for r in report["resources"])
+    assert got == [("ray-prod", "overlays/prod (kustomize)", "new-cluster"),
+                   ("ray-staging", "overlays/staging (kustomize)", "new-cluster")]
+    assert code == 3
+
+
+def test_unrelated_change_is_approved_without_rendering(repo: Path, capsys) -> None:
+    base = head_of(repo)
+    write(repo, "README.md", "# changed\n")
+    code, report = run(repo, base, commit(repo), capsys)
+    assert (code, report["decision"], report["resources"], report["findings"]) == (0, "approve", [], [])
+
+
+def test_broken_overlay_holds_and_names_the_root(repo: Path, capsys) -> None:
+    base = head_of(repo)
+    edit_yaml(repo, "overlays/prod/kustomization.yaml",
+              lambda d: d["resources"].append("missing-file.yaml"))
+    code, report = run(repo, base, commit(repo), capsys)
+    assert code == 3 and report["decision"] == "hold"
+    [f] = report["findings"]
+    assert (f["severity"], f["code"], f["path"]) == ("error", "render-failed", "overlays/prod (kustomize)")
+    assert "missing-file.yaml" in f["message"] and "at head" in f["message"]
+    assert "render-failed" in report["summary"]
+    assert report["resources"] == []  # never compared against half a render
+
+
+def test_render_failure_warn_policy_approves_with_the_finding(repo: Path, capsys, tmp_path: Path) -> None:
+    base = head_of(repo)
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["resources"].append("nope.yaml"))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("renderFailure: warn\n")
+    code, report = run(repo, base, commit(repo), capsys, "--policy", str(policy))
+    assert code == 0 and report["findings"][0]["severity"] == "warning"
+
+
+def test_symlink_escaping_the_snapshot_is_refused(repo: Path, capsys) -> None:
+    base = head_of(repo)
+    os.symlink("/etc/passwd", repo / "overlays/prod/passwd.yaml")
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["resources"].append("passwd.yaml"))
+    code, report = run(repo, base, commit(repo), capsys)
+    assert code == 3
+    [f] = report["findings"]
+    assert f["code"] == "render-failed" and "passwd.yaml" in f["message"]
+    assert "leaves the repository" in f["message"]
+    assert "root:" not in json.dumps(report)  # nothing of /etc/passwd was read
+
+
+def test_exec_plugin_kustomization_is_refused(repo: Path, capsys, tmp_path: Path) -> None:
+    base = head_of(repo)
+    marker = tmp_path / "pwned"
+    write(repo, "overlays/prod/gen.sh", f"#!/bin/sh\ntouch {marker}\necho 'kind: ConfigMap'\n")
+    (repo / "overlays/prod/gen.sh").chmod(0o755)
+    write(repo, "overlays/prod/generator.yaml", {
+        "apiVersion": "example.com/v1", "kind": "Gen", "metadata": {
+            "name": "gen", "annotations": {"config.kubernetes.io/function": "exec:\n  path: ./gen.sh\n"}}})
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d.update(generators=["generator.yaml"]))
+    code, report = run(repo, base, commit(repo), capsys)
+    assert code == 3 and report["findings"][0]["code"] == "render-failed"
+    assert not marker.exists()
+
+
+def test_application_kustomize_images_override_is_a_change(apps_repo: Path, capsys) -> None:
+    repo = apps_repo
+    base = head_of(repo)
+    edit_yaml(repo, "apps/llm-prod.yaml", lambda d: d["spec"]["source"].update(
+        kustomize={"images": [f"rayproject/ray-llm:{NEW_TAG}"]}))
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    assert (r["namespace"], r["source"], r["rollout"]) == ("ray-prod", "Application llm-prod", "new-cluster")
+    assert code == 3
+
+
+def test_application_destination_namespace_applies_to_resources_without_one(apps_repo: Path,
+                                                                             capsys) -> None:
+    repo = apps_repo
+    edit_yaml(repo, "overlays/staging/kustomization.yaml", lambda d: d.pop("namespace"))
+    base = commit(repo)
+    text = (repo / "base/rayservice.yaml").read_text().replace("max_replicas: 4", "max_replicas: 5")
+    (repo / "base/rayservice.yaml").write_text(text)
+    code, report = run(repo, base, commit(repo), capsys)
+    got = sorted((r["namespace"], r["source"], r["rollout"]) for r in report["resources"])
+    assert got == [("ray-prod", "Application llm-prod", "serve-in-place"),
+                   ("ray-staging", "Application llm-staging", "serve-in-place")]
+
+
+def test_two_applications_producing_one_rayservice_is_a_finding(apps_repo: Path, capsys) -> None:
+    repo = apps_repo
+    write(repo, "apps/llm-prod-copy.yaml", application("llm-prod-copy", "overlays/prod", "ray-prod"))
+    base = commit(repo)
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=NEW_TAG))
+    code, report = run(repo, base, commit(repo), capsys, "--headroom", "nvidia.com/gpu=8")
+    [r] = report["resources"]
+    dup = [f for f in r["findings"] if f["code"] == "duplicate-resource"]
+    assert len(dup) == 1 and "Application llm-prod" in dup[0]["message"]
+    assert code == 3  # an error finding holds even with room
+
+
+def test_application_of_another_repository_is_not_rendered(apps_repo: Path, capsys) -> None:
+    repo = apps_repo
+    base = head_of(repo)
+    write(repo, "apps/cert-manager.yaml", {
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {"name": "cert-manager"},
+        "spec": {"source": {"repoURL": "https://charts.jetstack.io", "chart": "cert-manager",
+                            "targetRevision": "1.15.0"},
+                 "destination": {"namespace": "cert-manager"}}})
+    code, report = run(repo, base, commit(repo), capsys)
+    assert code == 0
+    [f] = report["findings"]
+    assert (f["severity"], f["code"], f["path"]) == ("warning", "not-rendered", "apps/cert-manager.yaml")
+
+
+def test_paths_narrow_the_change(repo: Path, capsys) -> None:
+    base = head_of(repo)
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=NEW_TAG))
+    code, report = run(repo, base, commit(repo), capsys, "--paths", "overlays/staging/*")
+    assert (code, report["resources"]) == (0, [])
+
+
+def test_render_none_reads_files_as_they_are(repo: Path, capsys) -> None:
+    base = head_of(repo)
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=NEW_TAG))
+    code, report = run(repo, base, commit(repo), capsys, "--render", "none")
+    assert (code, report["resources"]) == (0, [])  # the old, blind behaviour, on request only
+
+
+def test_plain_file_outside_roots_keeps_its_lines(repo: Path, capsys) -> None:
+    write(repo, "raw/rs.yaml", (repo / "base/rayservice.yaml").read_text())
+    base = commit(repo)
+    text = (repo / "raw/rs.yaml").read_text().replace("rayVersion: \"2.52.0\"", "rayVersion: \"2.53.0\"")
+    (repo / "raw/rs.yaml").write_text(text)
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    assert (r["source"], r["namespace"], r["rollout"]) == ("raw/rs.yaml", "default", "new-cluster")
+
+
+def test_non_utf8_plain_file_holds_instead_of_reading_as_deleted(repo: Path, capsys) -> None:
+    write(repo, "raw/rs.yaml", (repo / "base/rayservice.yaml").read_text())
+    base = commit(repo)
+    text = (repo / "raw/rs.yaml").read_text().replace("2.52.0-py311", "2.53.0-py311")
+    (repo / "raw/rs.yaml").write_bytes(text.encode() + "# r\xe9sum\xe9\n".encode("latin-1"))
+    code, report = run(repo, base, commit(repo), capsys)
+    assert code == 3
+    [f] = report["findings"]
+    assert f["code"] == "render-failed" and "not UTF-8" in f["message"] and "raw/rs.yaml" in f["message"]
+    assert not [r for r in report["resources"] if r["action"] == "deleted"]
+
+
+def test_unknown_revision_is_a_usage_error(repo: Path, capsys) -> None:
+    code = main(["git", "nosuchrev", "HEAD", "--repo", str(repo), "--format", "json"])
+    assert code == 2 and "nosuchrev" in capsys.readouterr().err
+
+
+def test_kustomize_folders_in_analyze(repo: Path, capsys, tmp_path: Path) -> None:
+    before = tmp_path / "before"
+    shutil.copytree(repo, before, ignore=shutil.ignore_patterns(".git"))
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=NEW_TAG))
+    code = main(["analyze", str(before / "overlays/prod"), str(repo / "overlays/prod"), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 3
+    [r] = report["resources"]
+    assert r["rollout"] == "new-cluster" and r["source"].endswith("overlays/prod (kustomize)")
+
+
+def test_repo_url_tells_this_repositorys_applications(apps_repo: Path, capsys) -> None:
+    repo = apps_repo
+    base = head_of(repo)
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=NEW_TAG))
+    head = commit(repo)
+    # Under another URL the Applications are someone else's: the overlays are rendered as roots.
+    code, report = run(repo, base, head, capsys, "--repo-url", "https://github.com/other/repo")
+    assert [r["source"] for r in report["resources"]] == ["overlays/prod (kustomize)"]
+    code, report = run(repo, base, head, capsys, "--repo-url", REPO_URL.replace(".git", ""))
+    assert [r["source"] for r in report["resources"]] == ["Application llm-prod"]
