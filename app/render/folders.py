@@ -9,7 +9,7 @@ from diffing import Finding, Source
 from .kustomize import render_kustomize
 from .pipeline import RenderedChange, RenderOptions, render_directory
 from .process import RenderError
-from .roots import KUSTOMIZATION_FILES, DirectoryOptions, RenderSource
+from .roots import KUSTOMIZATION_FILES, DirectoryOptions, RenderSource, release_name_for
 from .snapshot import Snapshot
 
 
@@ -26,7 +26,7 @@ def _render_side(path: str, options: RenderOptions) -> tuple[str, str]:
     if os.path.isfile(os.path.join(path, "Chart.yaml")):
         from .helm import HelmSource, render_helm
 
-        release = os.path.basename(os.path.abspath(path)) or "release"
+        release = release_name_for(os.path.abspath(path))
         return f"{path} (helm)", render_helm(HelmSource(chart_dir=snap.root, snapshot=snap.root,
                                                         release_name=release), options.limits)
     src = RenderSource("directory", "", directory=DirectoryOptions(recurse=True))

@@ -446,7 +446,7 @@ def discover(snapshot: Snapshot, *, repo_url: str | None = None) -> Discovery:
             continue
         if "" in tree.kustomizations or chart.startswith(in_kustomize):
             continue  # a chart a kustomization inflates (helmCharts): part of that root
-        name = posixpath.basename(chart) or "release"
+        name = release_name_for(chart)
         root = Root(id=f"helm:{chart}", label=f"{chart or '.'} (helm)",
                     sources=[RenderSource("helm", chart, helm=HelmOptions(release_name=name))],
                     read_dirs={chart})
@@ -462,6 +462,14 @@ def discover(snapshot: Snapshot, *, repo_url: str | None = None) -> Discovery:
     for file, why in snapshot.refused.items():
         notes.append((file, why))
     return Discovery(roots, notes)
+
+
+def release_name_for(folder: str) -> str:
+    """A chart rendered without an Application gets its folder's name as release name, made a
+    name Helm accepts (lower-case letters, digits and '-', at most 53 characters)."""
+    base = posixpath.basename(folder.rstrip("/")) or "release"
+    name = re.sub(r"[^a-z0-9-]+", "-", base.lower()).strip("-")[:53].strip("-")
+    return name or "release"
 
 
 def _is_dependency(chart: str, charts: set[str]) -> bool:

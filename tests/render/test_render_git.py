@@ -256,3 +256,85 @@ def test_repo_url_tells_this_repositorys_applications(apps_repo: Path, capsys) -
     assert [r["source"] for r in report["resources"]] == ["overlays/prod (kustomize)"]
     code, report = run(repo, base, head, capsys, "--repo-url", REPO_URL.replace(".git", ""))
     assert [r["source"] for r in report["resources"]] == ["Application llm-prod"]
+
+
+# -- Helm, through Helm's SDK in a child process (the helm binary where one is on PATH) -----------
+
+helm_sdk = pytest.mark.skipif(
+    find_tool("helm") is None and __import__("importlib").util.find_spec("helm_python") is None,
+    reason="neither helm nor helm-python-sdk is installed")
+
+OLD_IMAGE = "rayproject/ray-llm:2.52.0-py311-cu128"
+
+
+def add_chart(repo: Path, folder: str = "charts/llm") -> None:
+    template = (repo / "base/rayservice.yaml").read_text().replace(OLD_IMAGE, "{{ .Values.image }}")
+    template = template.replace("name: ray-serve-llm", "name: {{ .Release.Name }}", 1)
+    write(repo, f"{folder}/Chart.yaml", {"apiVersion": "v2", "name": "llm", "version": "0.1.0"})
+    write(repo, f"{folder}/values.yaml", {"image": OLD_IMAGE})
+    write(repo, f"{folder}/templates/rayservice.yaml", template)
+
+
+@helm_sdk
+def test_chart_values_change_is_rendered(repo: Path, capsys) -> None:
+    add_chart(repo)
+    base = commit(repo)
+    write(repo, "charts/llm/values.yaml", {"image": f"rayproject/ray-llm:{NEW_TAG}"})
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    assert (r["source"], r["name"], r["rollout"]) == ("charts/llm (helm)", "llm", "new-cluster")
+    assert code == 3
+
+
+@helm_sdk
+def test_template_braces_do_not_hide_holds_elsewhere(repo: Path, capsys) -> None:
+    add_chart(repo)
+    base = commit(repo)
+    # A template edit that leaves the render unchanged, plus an image bump in an overlay.
+    text = (repo / "charts/llm/templates/rayservice.yaml").read_text()
+    (repo / "charts/llm/templates/rayservice.yaml").write_text("{{/* a comment */}}\n" + text)
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=NEW_TAG))
+    code, report = run(repo, base, commit(repo), capsys)
+    got = {(r["source"], r["rollout"]) for r in report["resources"]}
+    assert got == {("charts/llm (helm)", "none"), ("overlays/prod (kustomize)", "new-cluster")}
+    assert code == 3 and report["findings"] == []
+
+
+@helm_sdk
+def test_application_helm_value_files_parameters_and_release(apps_repo: Path, capsys) -> None:
+    repo = apps_repo
+    add_chart(repo)
+    write(repo, "envs/prod/values.yaml", {"image": OLD_IMAGE})
+    write(repo, "apps/llm-helm.yaml", application(
+        "llm-helm", "charts/llm", "ray-helm",
+        helm={"releaseName": "llm-h", "valueFiles": ["../../envs/prod/values.yaml"],
+              "parameters": [{"name": "unused", "value": "1"}]}))
+    base = commit(repo)
+    write(repo, "envs/prod/values.yaml", {"image": f"rayproject/ray-llm:{NEW_TAG}"})
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    assert (r["source"], r["namespace"], r["name"]) == ("Application llm-helm", "ray-helm", "llm-h")
+    assert r["rollout"] == "new-cluster" and code == 3
+
+
+@helm_sdk
+def test_chart_with_missing_dependency_is_a_render_failure(repo: Path, capsys) -> None:
+    add_chart(repo)
+    base = commit(repo)
+    edit_yaml(repo, "charts/llm/Chart.yaml", lambda d: d.update(dependencies=[
+        {"name": "redis", "version": "1.0.0", "repository": "https://charts.example.com"}]))
+    code, report = run(repo, base, commit(repo), capsys)
+    [f] = report["findings"]
+    assert (f["code"], f["path"]) == ("render-failed", "charts/llm (helm)") and "redis" in f["message"]
+    assert code == 3
+
+
+@helm_sdk
+def test_template_error_is_a_render_failure(repo: Path, capsys) -> None:
+    add_chart(repo)
+    base = commit(repo)
+    write(repo, "charts/llm/templates/broken.yaml", "{{ .Values.nope.deeper }}\n")
+    code, report = run(repo, base, commit(repo), capsys)
+    [f] = report["findings"]
+    assert f["code"] == "render-failed" and "broken.yaml" in f["message"]
+    assert code == 3
