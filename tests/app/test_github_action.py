@@ -79,6 +79,7 @@ def _run_action(repo: Path, tmp_path: Path, api_url: str, base: str, head: str) 
         env = {"PATH": f"{BIN}:{os.environ['PATH']}", "HOME": str(tmp_path), "GITHUB_WORKSPACE": str(repo),
                "RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(out_file), "GITHUB_STEP_SUMMARY": str(summary),
                "GITHUB_REPOSITORY": f"{OWNER}/{REPO}", "GITHUB_API_URL": api_url,
+               "GITHUB_SERVER_URL": "https://github.com",
                **{k: expand(str(v)) for k, v in (step.get("env") or {}).items()}}
         cwd = expand(step.get("working-directory", str(repo)))
         proc = subprocess.run(["bash", "-e", "-c", expand(step["run"])], cwd=cwd, env=env,
@@ -175,3 +176,31 @@ def test_verdict_from_files_maps_exit_codes(code, report, error, state):
     assert len(verdict.description) <= 140
     if error:
         assert "document 1, line 3" in verdict.description
+
+
+def test_action_renders_the_overlay_image_bump_like_the_cli(tmp_path, capsys):
+    """The GitOps layout of docs/argocd.md: an image bump through the overlay's kustomization.yaml
+    holds in the Action, and the comment carries the very report ``rayservice-impact git`` prints."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "render"))
+    from gitops import commit, edit_yaml, make_repo
+
+    from app.cli import main
+    from app.render.kustomize import find_tool
+
+    if find_tool("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    repo = make_repo(tmp_path)
+    base = _git(repo, "rev-parse", "HEAD")
+    edit_yaml(repo, "overlays/prod/kustomization.yaml",
+              lambda d: d["images"][0].update(newTag="2.53.0-py311-cu128"))
+    head = commit(repo)
+    standin = GitHubStandIn(token=TOKEN)
+    with running_server(standin.app, ready_path=None) as url:
+        run = _run_action(repo, tmp_path, url, base, head)
+    assert run["outputs"]["exit-code"] == "3", run["steps"]
+    [comment] = standin.comments[(OWNER, REPO, NUMBER)]
+    assert [s["state"] for s in standin.statuses] == ["failure"]
+    assert main(["git", base, head, "--repo", str(repo), "--format", "markdown"]) == 3
+    cli_markdown = capsys.readouterr().out
+    assert cli_markdown.strip() in comment["body"]
+    assert "overlays/prod (kustomize)" in comment["body"] and "`ray-prod/ray-serve-llm`" in comment["body"]
