@@ -367,17 +367,12 @@ def _application_root(tree: _Tree, app: Mapping[str, Any], file: str, repo_url: 
                     if ref in refs and (target := _norm("", rest)) is not None:
                         root.read_files.add(target)
     if external:
-        if not root.sources:
-            if root.read_files == {file}:
-                return _external_only(root, external)
-            root.problem = root.problem or (
-                f"{'; '.join(external)}: not in this repository, so it cannot be rendered here "
-                "(the webhook service with RAYSERVICE_IMPACT_ARGOCD_SERVER renders it through Argo CD)")
-            root.tool = root.tool or "helm"
-        else:
-            root.problem = root.problem or (
-                f"{'; '.join(external)}: a source outside this repository cannot be rendered here")
-            root.tool = root.tool or "argocd"
+        if not root.sources and root.read_files == {file}:
+            return _external_only(root, external)
+        root.problem = root.problem or (
+            f"{'; '.join(external)}: not in this repository, so it cannot be rendered here (the "
+            "webhook service with RAYSERVICE_IMPACT_ARGOCD_SERVER renders it through Argo CD)")
+        root.tool = root.tool or "argocd"
     return root
 
 
