@@ -55,8 +55,11 @@ def render_kustomize(snapshot: Snapshot, folder: str, options: KustomizeOptions 
     """The rendered YAML stream of the kustomization in ``folder`` (repo-relative)."""
     tool, argv = kustomize_command(renderer)
     flags = ["--load-restrictor=LoadRestrictionsRootOnly"]
-    if find_tool("helm"):
-        flags.append("--enable-helm")
+    helm = find_tool("helm")
+    if helm and _uses_helm_charts(snapshot.path(folder), snapshot.root, tool):
+        # kustomize runs `helm template` itself; it would `helm pull` a chart missing from its
+        # chartHome, so every chart must already be in the snapshot (checked above).
+        flags += ["--enable-helm", f"--helm-command={helm}"]
     if options is None or options.empty:
         return _decode(tool, run_tool(tool, [*argv, snapshot.path(folder), *flags], cwd=snapshot.root,
                                       limits=limits))
@@ -66,6 +69,53 @@ def render_kustomize(snapshot: Snapshot, folder: str, options: KustomizeOptions 
         target = os.path.join(copy, folder) if folder else copy
         _apply_options(target, options, tool)
         return _decode(tool, run_tool(tool, [*argv, target, *flags], cwd=copy, limits=limits))
+
+
+def _kustomization(folder: str) -> dict[str, Any]:
+    for name in KUSTOMIZATION_FILES:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            try:
+                with open(path, "rb") as fh:
+                    doc = yaml.safe_load(fh.read(4 * 1024 * 1024).decode("utf-8"))
+            except (OSError, yaml.YAMLError, UnicodeDecodeError):
+                return {}
+            return doc if isinstance(doc, dict) else {}
+    return {}
+
+
+def _uses_helm_charts(folder: str, root: str, tool: str) -> bool:
+    """Whether the kustomization closure of ``folder`` inflates Helm charts; RenderError when a
+    chart is not in its ``helmGlobals.chartHome`` (kustomize would download it)."""
+    seen: set[str] = set()
+    stack = [os.path.realpath(folder)]
+    uses = False
+    real_root = os.path.realpath(root)
+    while stack:
+        current = stack.pop()
+        if current in seen or not (current == real_root or current.startswith(real_root + os.sep)):
+            continue
+        seen.add(current)
+        doc = _kustomization(current)
+        charts = doc.get("helmCharts") if isinstance(doc.get("helmCharts"), list) else []
+        if charts:
+            uses = True
+            glob = doc.get("helmGlobals") if isinstance(doc.get("helmGlobals"), dict) else {}
+            home = os.path.join(current, str(glob.get("chartHome") or "charts"))
+            for chart in charts:
+                name = str(chart.get("name") or "") if isinstance(chart, dict) else ""
+                if not name or not os.path.isdir(os.path.join(home, name)):
+                    where = chart.get("repo", "?") if isinstance(chart, dict) else "?"
+                    raise RenderError(tool, f"helmCharts {name or '?'} is not in "
+                                            f"{os.path.relpath(home, root)} and would be downloaded "
+                                            f"from {where}: not fetched")
+        for key in ("resources", "bases", "components"):
+            for entry in doc.get(key) or [] if isinstance(doc.get(key), list) else []:
+                if isinstance(entry, str) and "://" not in entry:
+                    target = os.path.realpath(os.path.join(current, entry))
+                    if os.path.isdir(target):
+                        stack.append(target)
+    return uses
 
 
 def _link_or_copy(src: str, dst: str) -> None:

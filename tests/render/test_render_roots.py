@@ -215,3 +215,25 @@ def test_output_cap_and_time_limit_fail_the_render(tmp_path: Path) -> None:
         render_kustomize(snap, "overlays/prod", None, RenderLimits(max_bytes=100))
     with pytest.raises(RenderError, match="longer than 0.001 s"):
         render_kustomize(snap, "overlays/prod", None, RenderLimits(timeout_s=0.001))
+
+
+@needs_kubectl
+def test_kustomize_helm_charts_are_never_downloaded(tmp_path: Path, capsys,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d.update(helmCharts=[
+        {"name": "ray-cluster", "repo": "https://ray-project.github.io/kuberay-helm/", "version": "1.7.0"}]))
+    head = commit(repo)
+    # Without helm, kustomize refuses helmCharts by itself.
+    code, report = run(repo, base, head, capsys)
+    assert code == 3 and report["findings"][0]["code"] == "render-failed"
+    # With helm on PATH, a chart missing from chartHome is refused before kustomize could pull it.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = stand_in(bin_dir, "helm", "")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    code, report = run(repo, base, head, capsys)
+    [f] = report["findings"]
+    assert "ray-cluster" in f["message"] and "would be downloaded" in f["message"] and code == 3
+    assert not log.exists()  # helm never ran
