@@ -338,3 +338,15 @@ def test_template_error_is_a_render_failure(repo: Path, capsys) -> None:
     [f] = report["findings"]
     assert f["code"] == "render-failed" and "broken.yaml" in f["message"]
     assert code == 3
+
+
+def test_gitops_sample_renders_to_its_reviewed_report(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """samples/gitops-overlay-image-bump: folders given to ``analyze``, rendered, then compared."""
+    root = Path(__file__).resolve().parents[2]
+    sample = "samples/gitops-overlay-image-bump"
+    monkeypatch.chdir(root)
+    args = [f"{sample}/before/overlays/prod", f"{sample}/after/overlays/prod"]
+    assert main(["analyze", *args, "--format", "json"]) == 3
+    assert json.loads(capsys.readouterr().out) == json.loads((root / sample / "expected.json").read_text())
+    assert main(["analyze", *args, "--format", "markdown"]) == 3
+    assert capsys.readouterr().out == (root / sample / "expected.md").read_text()
