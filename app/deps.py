@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hmac
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from .errors import ApiError
 from .metrics import Metrics
 from .settings import Settings
 from .workers import AnalysisPool, ResultCache
@@ -20,10 +22,38 @@ class Service:
     cache: ResultCache
     metrics: Metrics
     live_enabled: bool = False  # the live basis: in-cluster or a kubeconfig, and not switched off
+    api_tokens: tuple[bytes, ...] = field(default=())  # bearer tokens of the analysis API
+
+
+class Unauthorized(ApiError):
+    status, code = 401, "unauthorized"
 
 
 def get_service(request: Request) -> Service:
     return request.app.state.service  # type: ignore[no-any-return]
 
 
+def authorize(request: Request) -> Service:
+    """The analysis API's bearer-token check (``RAYSERVICE_IMPACT_API_TOKENS_FILE``).
+
+    With tokens configured, a request without a matching ``Authorization: Bearer`` is 401. With
+    none configured the API stays open for manifests but never answers from the cluster: the
+    live basis (free GPUs, live RayServices) is only for authenticated callers.
+    """
+    service = get_service(request)
+    if not service.api_tokens:
+        return service
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    given = token.strip().encode("utf-8", "replace")
+    if scheme.lower() != "bearer" or not any(hmac.compare_digest(given, t) for t in service.api_tokens):
+        raise Unauthorized("send 'Authorization: Bearer <token>' with one of the service's API tokens")
+    return service
+
+
+def live_for(service: Service) -> bool:
+    """Whether an analysis request may use the live basis (authenticated API only)."""
+    return service.live_enabled and bool(service.api_tokens)
+
+
 ServiceDep = Annotated[Service, Depends(get_service)]
+AuthorizedDep = Annotated[Service, Depends(authorize)]

@@ -5,6 +5,7 @@ manifest that cannot be read). The tree of the service's own exceptions::
 
     ApiError                      status, code and message carried by the instance
     ├── MalformedJSON             400 the body is not UTF-8 JSON
+    ├── RequestTimeout            408 the body did not arrive in time
     ├── BodyTooLarge              413 over RAYSERVICE_IMPACT_MAX_BODY_BYTES
     ├── UnsupportedMediaType      415 not application/json
     ├── InvalidRequest            422 JSON of the wrong shape
@@ -57,6 +58,10 @@ class BodyTooLarge(ApiError):
     status, code = 413, "body-too-large"
 
 
+class RequestTimeout(ApiError):
+    status, code = 408, "request-timeout"
+
+
 class UnsupportedMediaType(ApiError):
     status, code = 415, "unsupported-media-type"
 
@@ -80,6 +85,8 @@ def error_for(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
     """(status, body, headers) for an exception; the single mapping table of the service."""
     if isinstance(exc, ApiError):
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else {}
+        if exc.status == 401:
+            headers["WWW-Authenticate"] = "Bearer"
         return exc.status, error_body(exc.code, exc.message), headers
     if isinstance(exc, ManifestError):
         location = {k: v for k, v in (("source", exc.source), ("document", exc.document),
@@ -101,6 +108,14 @@ def error_for(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
     return 500, error_body("internal-error", "the service failed unexpectedly; see its log"), {}
 
 
+def internal_error_body(request_id: str) -> dict[str, Any]:
+    """A 500's body: nothing of the failure itself, the id under which the log has it."""
+    body = error_body("internal-error", f"the service failed unexpectedly; its log has the details "
+                                        f"under request id {request_id}")
+    body["error"]["requestId"] = request_id
+    return body
+
+
 def describe_validation(errors: Any) -> str:
     """One sentence per pydantic error: ``body.before: Input should be a valid string``."""
     parts = []
@@ -116,14 +131,13 @@ def error_response(exc: BaseException) -> JSONResponse:
 
 
 async def _handle(request: Request, exc: Exception) -> JSONResponse:
-    status, _, _ = error_for(exc)
-    if status >= 500 and not isinstance(exc, ApiError):
-        log.error("unhandled exception", exc_info=exc)
     request.scope.setdefault("state", {})["error_code"] = error_for(exc)[1]["error"]["code"]
     return error_response(exc)
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    """Expected errors become their 4xx/503 here; anything else reaches ObserveMiddleware, which
+    answers 500 with a request id and logs the traceback."""
     for cls in (ApiError, DiffingError, ManagedResourcesError, RequestValidationError,
-                StarletteHTTPException, Exception):
+                StarletteHTTPException, RecursionError, UnicodeError):
         app.add_exception_handler(cls, _handle)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from typing import Any
 
@@ -20,8 +22,15 @@ def read_text(path: str) -> str:
     try:
         if path == "-":
             data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        elif path == os.devnull:
+            data = b""
         else:
-            with open(path, "rb") as fh:
+            # Regular files only: a FIFO or a device would block or never end (use '-' to pipe).
+            # O_NONBLOCK keeps the open itself from waiting for a FIFO's writer.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise InputFileError(f"{path}: not a regular file (pipe it to '-' instead)")
                 data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from None

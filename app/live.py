@@ -250,7 +250,51 @@ def worker_replicas(raycluster: Obj) -> dict[str, int]:
     return out
 
 
-def _active_name(reader: KubeReader, rayservice: Obj, namespace: str, name: str,
+MAX_NAMESPACES = 16  # namespaces one request may make the live basis read
+
+
+class RequestReader:
+    """The reads of one request, bounded: each kind is listed once per namespace and served from
+    that list (a body naming 250 RayServices made 502 calls); nodes and pods once. At most
+    ``MAX_NAMESPACES`` namespaces: more is refused (the caller falls back to the manifests)."""
+
+    def __init__(self, reader: KubeReader, max_namespaces: int = MAX_NAMESPACES) -> None:
+        self.reader, self.max_namespaces = reader, max_namespaces
+        self._lists: dict[tuple[str, str], dict[str, Obj]] = {}
+        self.calls = 0
+
+    def _objects(self, plural: str, namespace: str) -> dict[str, Obj]:
+        key = (plural, namespace)
+        if key not in self._lists:
+            if len({ns for _, ns in self._lists} | {namespace}) > self.max_namespaces:
+                raise KubernetesError(f"the change spans more than {self.max_namespaces} namespaces: the "
+                                      "live basis is not read for it")
+            self.calls += 1
+            items = self.reader.list_custom(plural, namespace)
+            self._lists[key] = {str(_get(i, "metadata", "name")): i for i in items}
+        return self._lists[key]
+
+    def get_rayservice(self, namespace: str, name: str) -> Obj | None:
+        return self._objects("rayservices", namespace).get(name)
+
+    def get_raycluster(self, namespace: str, name: str) -> Obj | None:
+        return self._objects("rayclusters", namespace).get(name)
+
+    def list_rayclusters(self, namespace: str, label_selector: str) -> list[Obj]:
+        label, _, value = label_selector.partition("=")
+        return [c for c in self._objects("rayclusters", namespace).values()
+                if (_get(c, "metadata", "labels") or {}).get(label) == value]
+
+    def list_nodes(self) -> list[Obj]:
+        self.calls += 1
+        return self.reader.list_nodes()
+
+    def list_active_pods(self) -> list[Obj]:
+        self.calls += 1
+        return self.reader.list_active_pods()
+
+
+def _active_name(reader: RequestReader, rayservice: Obj, namespace: str, name: str,
                  pending: str | None) -> str | None:
     active = _get(rayservice, "status", "activeServiceStatus", "rayClusterName")
     if active:
@@ -261,13 +305,15 @@ def _active_name(reader: KubeReader, rayservice: Obj, namespace: str, name: str,
     return str(_get(found[0], "metadata", "name")) if found else None
 
 
-def read_live_basis(reader: KubeReader, keys: Iterable[str], *, targets: Mapping[str, Obj] | None = None,
+def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping[str, Obj] | None = None,
                     kuberay_version: str = "1.7.0", accelerators: Iterable[str] = (),
                     headroom: Mapping[str, Any] | None = None) -> dict[str, diffing.LiveCluster]:
     """One :class:`diffing.LiveCluster` per key whose RayService is live or has a target.
 
     ``headroom`` (e.g. from ``--headroom``) wins over the measured value for the same resource.
+    Reads at most two lists per namespace plus nodes and pods (:class:`RequestReader`).
     """
+    reader = RequestReader(client)
     targets = targets or {}
     extra = tuple(accelerators)
     live: dict[str, Obj | None] = {}
@@ -336,12 +382,14 @@ def kubernetes_configured() -> bool:
 
 async def live_basis_for_texts(after: Any, *, enabled: bool, kuberay_version: str,
                                headroom: Mapping[str, Any] | None, timeout: float,
-                               accelerators: Iterable[str] = ()) -> dict[str, diffing.LiveCluster] | None:
+                               accelerators: Iterable[str] = (),
+                               budget: float | None = None) -> dict[str, diffing.LiveCluster] | None:
     """The live basis for the RayServices of an after text, for the HTTP and GitHub flows.
 
     ``None`` (manifest basis) when disabled, when the text cannot be read (the analysis will
-    report that), when it holds no RayService, or when Kubernetes cannot be used (logged).
-    The Kubernetes client is synchronous, so it runs in a thread.
+    report that), when it holds no RayService, or when Kubernetes cannot be used or does not
+    answer within ``budget`` seconds in all (logged). ``timeout`` bounds each call. The
+    Kubernetes client is synchronous, so it runs in a thread.
     """
     if not enabled:
         return None
@@ -351,14 +399,17 @@ async def live_basis_for_texts(after: Any, *, enabled: bool, kuberay_version: st
         return None
     if not targets:
         return None
+    read = asyncio.to_thread(live_basis_for, list(targets), targets=targets,
+                             kuberay_version=kuberay_version, accelerators=accelerators,
+                             headroom=headroom, timeout=timeout)
     try:
-        return await asyncio.to_thread(live_basis_for, list(targets), targets=targets,
-                                       kuberay_version=kuberay_version, accelerators=accelerators,
-                                       headroom=headroom, timeout=timeout)
+        return await asyncio.wait_for(read, budget)
     except KubernetesError as exc:
-        log.warning("live basis unavailable, using the "
-                                                            "manifests: %s", exc)
-        return None
+        log.warning("live basis unavailable, using the manifests: %s", exc)
+    except TimeoutError:
+        log.warning("live basis unavailable, using the manifests: the Kubernetes API did not answer "
+                    "within %.3g s", budget)
+    return None
 
 
 __all__ = ["KubernetesError", "accelerator_headroom", "free_accelerators", "live_basis_for",

@@ -13,7 +13,8 @@ import time
 from typing import Any
 
 ACCESS_LOGGER = "rayservice_impact.access"
-_ACCESS_FIELDS = ("method", "route", "status", "duration_ms", "decision", "error", "cache", "client")
+_ACCESS_FIELDS = ("method", "route", "status", "duration_ms", "decision", "error", "cache", "client",
+                  "request_id")
 
 
 class JSONFormatter(logging.Formatter):

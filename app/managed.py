@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from . import jsonio
+
 
 class ManagedResourcesError(ValueError):
     """A managed-resources body that does not have the documented shape."""
@@ -27,10 +29,9 @@ def _state(item: Mapping[str, Any], field: str, index: int) -> dict[str, Any] | 
         raise ManagedResourcesError(
             f"items[{index}].{field} must be a JSON string, found {type(raw).__name__}")
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ManagedResourcesError(f"items[{index}].{field} is not JSON: {exc.msg} at "
-                                    f"line {exc.lineno} column {exc.colno}") from None
+        value = jsonio.loads(raw, f"items[{index}].{field}")
+    except jsonio.JSONInputError as exc:
+        raise ManagedResourcesError(str(exc)) from None
     if value is None:
         return None
     if not isinstance(value, dict):

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
+import uuid
 from typing import Any
 
+from starlette.datastructures import MutableHeaders
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import BodyTooLarge, error_response
+from .errors import ApiError, BodyTooLarge, RequestTimeout, error_response, internal_error_body
 from .logs import log_request
 from .metrics import Metrics
+
+log = logging.getLogger("rayservice_impact")
 
 
 class BodyLimitMiddleware:
@@ -23,8 +30,10 @@ class BodyLimitMiddleware:
     instead of a reset connection; a larger body is cut off.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int, per_path: dict[str, int] | None = None) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, per_path: dict[str, int] | None = None,
+                 body_timeout: float = 30.0) -> None:
         self.app, self.max_bytes, self.per_path = app, max_bytes, per_path or {}
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -44,10 +53,15 @@ class BodyLimitMiddleware:
                     return
         received = 0
         started = False
+        deadline = time.monotonic() + self.body_timeout
 
         async def limited_receive() -> Message:
             nonlocal received
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                raise RequestTimeout(f"the request body did not arrive within {self.body_timeout:g} s") \
+                    from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
@@ -65,6 +79,10 @@ class BodyLimitMiddleware:
             if started:
                 raise
             await _reject(scope, receive, send, exc, drain=True)
+        except RequestTimeout as exc:
+            if started:
+                raise
+            await _reject(scope, receive, send, exc, drain=False)
 
 
 DRAIN_BYTES = 64 * 1024 * 1024
@@ -84,7 +102,7 @@ async def _drain(receive: Receive) -> bool:
     return False
 
 
-async def _reject(scope: Scope, receive: Receive, send: Send, exc: BodyTooLarge, *, drain: bool) -> None:
+async def _reject(scope: Scope, receive: Receive, send: Send, exc: ApiError, *, drain: bool) -> None:
     scope.setdefault("state", {})["error_code"] = exc.code
     response = error_response(exc)
     if not (drain and await _drain(receive)):
@@ -97,7 +115,10 @@ async def _no_receive() -> Message:
 
 
 class ObserveMiddleware:
-    """One JSON log line and the request metrics for every HTTP request."""
+    """One JSON log line and the request metrics for every HTTP request; a request id on every
+    answer (``X-Request-Id``); and the last resort for a bug: a 500 with that id, the traceback
+    in the log under the same id, and the connection kept (Starlette's own last resort re-raises
+    to the server, which closes a keep-alive connection)."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app, self.metrics = app, metrics
@@ -108,15 +129,26 @@ class ObserveMiddleware:
             return
         started = time.perf_counter()
         status = 500
+        sent_start = False
+        request_id = uuid.uuid4().hex[:16]
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
 
         async def watched_send(message: Message) -> None:
-            nonlocal status
+            nonlocal status, sent_start
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, sent_start = message["status"], True
+                MutableHeaders(scope=message)["x-request-id"] = request_id
             await send(message)
 
         try:
             await self.app(scope, receive, watched_send)
+        except Exception as exc:  # noqa: BLE001 - answered here, logged with its traceback
+            log.error("unhandled exception", exc_info=exc, extra={"request_id": request_id})
+            state["error_code"] = "internal-error"
+            if not sent_start:
+                response = JSONResponse(internal_error_body(request_id), status_code=500)
+                await response(scope, _no_receive, watched_send)
         finally:
             seconds = time.perf_counter() - started
             route = _route_of(scope)
@@ -124,7 +156,8 @@ class ObserveMiddleware:
             state: dict[str, Any] = scope.get("state") or {}
             log_request({"method": scope["method"], "route": route, "status": status,
                          "duration_ms": round(seconds * 1000, 2), "decision": state.get("decision"),
-                         "error": state.get("error_code"), "cache": state.get("cache")})
+                         "error": state.get("error_code"), "cache": state.get("cache"),
+                         "request_id": request_id})
 
 
 def _route_of(scope: Scope) -> str:

@@ -38,10 +38,14 @@ def create_app(settings: Settings) -> FastAPI:
         settings=settings,
         policy=_load_policy(settings),
         pool=AnalysisPool(settings.analysis_workers, settings.analysis_queue, settings.analysis_executor),
-        cache=ResultCache(settings.analysis_cache_entries),
+        cache=ResultCache(settings.analysis_cache_entries, settings.analysis_cache_bytes),
         metrics=Metrics(),
         live_enabled=settings.live_basis == "auto" and kubernetes_configured(),
+        api_tokens=settings.load_api_tokens(),
     )
+    if service.live_enabled and not service.api_tokens:
+        log.warning("the analysis API has no tokens (RAYSERVICE_IMPACT_API_TOKENS_FILE): it answers from "
+                    "the manifests only; the live basis serves the GitHub webhook alone")
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -65,7 +69,8 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(webhook)  # FastAPI >= 0.115 merges the router's lifespan into the app's
     # GitHub sends webhook payloads of up to 25 MB; the analysis API keeps the configured limit.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes,
-                       per_path={"/webhooks/github": max(settings.max_body_bytes, GITHUB_MAX_PAYLOAD)})
+                       per_path={"/webhooks/github": max(settings.max_body_bytes, GITHUB_MAX_PAYLOAD)},
+                       body_timeout=settings.body_timeout_seconds)
     app.add_middleware(ObserveMiddleware, metrics=service.metrics)  # outermost: sees the 413s too
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
@@ -130,5 +135,8 @@ def run(host: str = "127.0.0.1", port: int = 8080) -> int:
         print(f"rayservice-impact: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, server_header=False)
+    from .httpserver import protocol_with
+
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, server_header=False,
+                http=protocol_with(settings.header_timeout_seconds))
     return 0

@@ -19,6 +19,8 @@ class Settings(BaseSettings):
 
     kuberay_version: str = "1.7.0"
     policy_file: Path | None = None
+    # Bearer tokens of the analysis API, one per line (mount a Secret); unset = open, no live basis.
+    api_tokens_file: Path | None = None
     max_body_bytes: int = Field(default=5 * 1024 * 1024, gt=0)
     github_webhook_secret: SecretStr | None = None
     github_api_url: str = "https://api.github.com"
@@ -36,6 +38,8 @@ class Settings(BaseSettings):
     live_basis: Literal["auto", "off"] = "auto"
     kubernetes_timeout_seconds: float = Field(default=10.0, gt=0)
     termination_log: Path = Path("/dev/termination-log")
+    # The hook's whole run, below the hook Pod's activeDeadlineSeconds (300 in deploy/argocd).
+    hook_deadline_seconds: float = Field(default=240.0, gt=0)
     # Service tuning (not in the contract's table; safe defaults).
     analysis_timeout_seconds: float = Field(default=10.0, gt=0)
     analysis_workers: int = Field(default=2, ge=1, le=64)
@@ -53,6 +57,10 @@ class Settings(BaseSettings):
     render_max_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
     render_tarball_max_bytes: int = Field(default=200 * 1024 * 1024, gt=0)  # one downloaded revision
     analysis_cache_entries: int = Field(default=256, ge=0)
+    # Slow clients: a request head must arrive within this time, and its body within the other.
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    body_timeout_seconds: float = Field(default=30.0, gt=0)
+    analysis_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
 
     @field_validator("kuberay_version")
     @classmethod
@@ -85,6 +93,24 @@ class Settings(BaseSettings):
 
         return RenderOptions(limits=RenderLimits(self.render_timeout_s, self.render_max_bytes),
                              repo_url=repo_url)
+
+    def load_api_tokens(self) -> tuple[bytes, ...]:
+        """The API tokens from ``api_tokens_file``; SettingsError naming the file when unusable."""
+        if self.api_tokens_file is None:
+            return ()
+        try:
+            text = self.api_tokens_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SettingsError(f"RAYSERVICE_IMPACT_API_TOKENS_FILE: {self.api_tokens_file}: cannot read "
+                                f"it ({exc})") from None
+        tokens = tuple(line.strip().encode() for line in text.splitlines()
+                       if line.strip() and not line.lstrip().startswith("#"))
+        if not tokens:
+            raise SettingsError(f"RAYSERVICE_IMPACT_API_TOKENS_FILE: {self.api_tokens_file} holds no token")
+        if any(len(t) < 16 for t in tokens):
+            raise SettingsError("RAYSERVICE_IMPACT_API_TOKENS_FILE: every token must have at least 16 "
+                                "characters")
+        return tokens
 
     def load_policy(self) -> dict[str, Any] | None:
         """The policy mapping from ``policy_file``; raises SettingsError naming the file."""

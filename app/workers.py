@@ -22,12 +22,13 @@ import math
 import multiprocessing
 import os
 import time
+import traceback
 from collections import OrderedDict
 from typing import Any, Literal
 
 import diffing
 
-from .errors import ServiceUnavailable, error_for
+from .errors import ServiceUnavailable, error_body, error_for
 from .managed import texts_from_managed_resources
 
 WARMUP = """\
@@ -41,10 +42,15 @@ spec:
       template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.52.0"}]}}
 """
 
-_LIMIT_NODES, _LIMIT_DEPTH = 1_000_000, 100
+# Per request text: nodes after alias expansion (all documents together) and nesting. A real
+# 645 kB RayService with 200 worker groups has 19 000 nodes; 500 000 keeps a 1 MB alias bomb
+# from growing into hundreds of MB in a worker.
+_LIMIT_NODES, _LIMIT_DEPTH = 500_000, 100
+# An answer is never larger than this: past it the request is refused (422), not streamed.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
 
 
-def _dumps(value: Any) -> bytes:
+def encode_json(value: Any) -> bytes:
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate somewhere: fall back to \u escapes
@@ -64,16 +70,23 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
                                  before_is_live=job.get("before_is_live", False), live=job.get("live"))
     except Exception as exc:  # noqa: BLE001 - mapped to an answer; 500 only for a core bug
         status, body, _ = error_for(exc)
-        out: dict[str, Any] = {"status": status, "body": _dumps(body), "media_type": "application/json",
+        out: dict[str, Any] = {"status": status, "body": encode_json(body), "media_type": "application/json",
                                "error": body["error"]["code"]}
         if status >= 500:
-            out["exception"] = f"{type(exc).__name__}: {exc}"[:500]
+            out["exception"] = traceback.format_exc()[-4000:]
     else:
         if job["format"] == "markdown":
             body_bytes = diffing.render_markdown(report).encode("utf-8", "replace")
             media_type = "text/markdown; charset=utf-8"
         else:
-            body_bytes, media_type = _dumps(report.to_dict()), "application/json"
+            body_bytes, media_type = encode_json(report.to_dict()), "application/json"
+        if len(body_bytes) > job.get("max_answer_bytes", MAX_ANSWER_BYTES):
+            limit = job.get("max_answer_bytes", MAX_ANSWER_BYTES)
+            body = error_body("answer-too-large", f"the report would be {len(body_bytes)} bytes, over the "
+                                                  f"{limit}-byte limit: split the change into smaller "
+                                                  "requests")
+            return {"status": 422, "body": encode_json(body), "media_type": "application/json",
+                    "error": "answer-too-large", "seconds": time.perf_counter() - started}
         out = {"status": 200, "body": body_bytes, "media_type": media_type, "decision": report.decision,
                "rollouts": [(r.rollout, r.decision) for r in report.resources],
                "accelerators": _accelerators(report)}
@@ -105,6 +118,7 @@ class AnalysisPool:
     def __init__(self, workers: int, queue: int, kind: Literal["process", "thread"] = "process") -> None:
         self.workers, self.capacity, self.kind = workers, workers + queue, kind
         self.in_flight = 0
+        self.recycled = 0  # worker pools killed because a job outran its budget
         self.is_ready = False
         self._executor: cf.Executor | None = None
         self._restarting: asyncio.Task[None] | None = None
@@ -160,12 +174,29 @@ class AnalysisPool:
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except TimeoutError:
+            self._recycle()
             raise ServiceUnavailable(f"the analysis took longer than its {timeout:g} s budget",
                                      code="analysis-timeout", retry_after=math.ceil(timeout)) from None
         except cf.BrokenExecutor as exc:
             self._broken(exc)
             raise ServiceUnavailable("an analysis worker died; the pool is restarting",
                                      code="not-ready", retry_after=1) from None
+
+    def _recycle(self) -> None:
+        """A job past its budget would hold its worker until it ends by itself (minutes, for a
+        hostile input): kill the worker processes now and start fresh ones. Jobs running beside
+        it on the same pool are answered 503 (worker died) and can be retried at once. Threads
+        cannot be killed: the thread executor keeps its slot taken until the job ends."""
+        if self.kind != "process" or self._executor is None or not self.is_ready:
+            return
+        executor, self._executor = self._executor, None
+        self.is_ready = False
+        for proc in list((getattr(executor, "_processes", None) or {}).values()):
+            if proc.is_alive():
+                proc.kill()
+        executor.shutdown(wait=False, cancel_futures=True)
+        self.recycled += 1
+        self._restarting = asyncio.get_running_loop().create_task(self.start())
 
     def _release(self, future: asyncio.Future[Any]) -> None:
         self.in_flight -= 1
@@ -182,11 +213,13 @@ class ResultCache:
     """A small LRU of worker results keyed by a digest of the request (route, format, body).
 
     Identical requests are common in practice (webhook redeliveries, every Argo CD sync of an
-    unchanged app), and the analysis is a pure function of its input.
+    unchanged app), and the analysis is a pure function of its input. Bounded in entries and
+    in bytes of answers held (one answer takes at most an eighth of the byte budget).
     """
 
-    def __init__(self, entries: int) -> None:
-        self.entries = entries
+    def __init__(self, entries: int, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.entries, self.max_bytes = entries, max_bytes
+        self.bytes = 0
         self._items: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
 
     def get(self, key: bytes) -> dict[str, Any] | None:
@@ -196,9 +229,14 @@ class ResultCache:
         return item
 
     def put(self, key: bytes, value: dict[str, Any]) -> None:
-        if self.entries <= 0 or value["status"] >= 500:
+        size = len(value["body"])
+        if self.entries <= 0 or value["status"] >= 500 or size > self.max_bytes // 8:
             return
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.bytes -= len(old["body"])
         self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.entries:
-            self._items.popitem(last=False)
+        self.bytes += size
+        while len(self._items) > self.entries or self.bytes > self.max_bytes:
+            _, dropped = self._items.popitem(last=False)
+            self.bytes -= len(dropped["body"])

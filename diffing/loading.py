@@ -10,6 +10,7 @@ The composed nodes are kept, so a path can be turned back into a line number.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ class Limits:
     """Bounds on what a single text may cost to read."""
 
     max_bytes: int = 16 * 1024 * 1024
-    max_nodes: int = 2_000_000
+    max_nodes: int = 2_000_000  # after alias expansion, summed over all documents of the text
     max_depth: int = 100
     max_documents: int = 10_000
 
@@ -74,8 +75,46 @@ def _construct_str(loader: yaml.SafeLoader, node: yaml.Node) -> str:
     return str(node.value)
 
 
+def _construct_bool(loader: yaml.SafeLoader, node: yaml.Node) -> bool:
+    """``!!bool maybe`` is an error (go-yaml: "cannot decode ... as a !!bool"), not a KeyError."""
+    value = str(node.value).lower()
+    if value not in loader.bool_values:
+        raise yaml.constructor.ConstructorError(None, None, f"{node.value!r} is not a boolean",
+                                                node.start_mark)
+    return bool(loader.bool_values[value])
+
+
+def _construct_float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
+    """A float JSON can carry: ``.inf``, ``.nan`` and ``1e999`` cannot reach the API server
+    (sigs.k8s.io/yaml converts YAML to JSON, and JSON has no infinity)."""
+    value = yaml.SafeLoader.construct_yaml_float(loader, node)
+    if not math.isfinite(value):
+        raise yaml.constructor.ConstructorError(None, None, f"{node.value!r} is not a number JSON can "
+                                                "hold (infinite or NaN)", node.start_mark)
+    return value
+
+
+def _construct_set(loader: yaml.SafeLoader, node: yaml.Node) -> dict[str, None]:
+    """``!!set`` is a mapping of keys to null once converted to JSON, as Kubernetes reads it."""
+    return {_json_key(k): None for k in loader.construct_mapping(node)}  # type: ignore[arg-type]
+
+
+def _construct_pairs(loader: yaml.SafeLoader, node: yaml.Node) -> list[Any]:
+    """``!!omap`` / ``!!pairs``: the sequence of one-key mappings it is written as, as in JSON
+    (PyYAML would build a list of tuples)."""
+    if not isinstance(node, yaml.SequenceNode):
+        raise yaml.constructor.ConstructorError(None, None, "an ordered map must be a sequence",
+                                                node.start_mark)
+    return loader.construct_sequence(node, deep=True)
+
+
 _Constructor.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
 _Constructor.add_constructor("tag:yaml.org,2002:binary", _construct_str)
+_Constructor.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+_Constructor.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_Constructor.add_constructor("tag:yaml.org,2002:set", _construct_set)
+_Constructor.add_constructor("tag:yaml.org,2002:omap", _construct_pairs)
+_Constructor.add_constructor("tag:yaml.org,2002:pairs", _construct_pairs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +187,12 @@ def _check_depth(node: yaml.Node, limits: Limits, where: dict[str, Any]) -> None
                 push((child, depth))
 
 
-def _check_graph(node: yaml.Node, limits: Limits, where: dict[str, Any]) -> None:
-    """Walk the node graph once per distinct node, counting its expanded size."""
+def _check_graph(node: yaml.Node, limits: Limits, where: dict[str, Any], used: int = 0) -> int:
+    """Walk the node graph once per distinct node, counting its expanded size; ``used`` nodes of
+    the text's budget are already spent by earlier documents. Returns the new total."""
     sizes: dict[int, int] = {}
     active: set[int] = set()
-    total = 0
+    total = used
 
     def visit(n: yaml.Node, depth: int, path: tuple[Any, ...]) -> int:
         nonlocal total
@@ -200,6 +240,7 @@ def _check_graph(node: yaml.Node, limits: Limits, where: dict[str, Any]) -> None
         raise ManifestError(reason, line=n.start_mark.line + 1, path=format_path(path), **where)
 
     visit(node, 0, ())
+    return total
 
 
 def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFAULT_LIMITS
@@ -226,6 +267,7 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
     # Without an anchor there is no alias, so values cannot expand: a cheap depth check is
     # enough (duplicate keys are caught while constructing).
     has_anchors = "&" in text
+    expanded = 0  # nodes after alias expansion, over all documents so far
     index = 0
     try:
         while True:
@@ -249,7 +291,7 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
                 continue
             where: dict[str, Any] = {"source": source, "document": index}
             if has_anchors:
-                _check_graph(node, limits, where)
+                expanded = _check_graph(node, limits, where, expanded)
             else:
                 _check_depth(node, limits, where)
             try:

@@ -26,6 +26,15 @@ _NANO = Fraction(1, 10**9)
 
 DECIMAL_SI, BINARY_SI, DECIMAL_EXPONENT = "DecimalSI", "BinarySI", "DecimalExponent"
 
+# Bounds: every amount the scheduler and the kubelet compute with is an int64 (Quantity.Value(),
+# MilliValue(): apimachinery pkg/api/resource/quantity.go), so a quantity beyond 2^63-1 cannot
+# be scheduled as written. Refusing it here also keeps every numeric path linear: a mantissa of
+# thousands of digits or an exponent like 1e200000 would otherwise cost quadratic time to
+# canonicalise. The digit cap is ours (apimachinery parses any length); 64 digits is more than
+# int64 plus nano precision needs.
+MAX_MAGNITUDE = 2**63 - 1
+MAX_DIGITS = 64
+
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
@@ -56,17 +65,35 @@ class Quantity:
                 text = format(raw, "f")
         else:
             text = str(raw).strip()
+        if len(text) > 2 * MAX_DIGITS:
+            raise QuantityError(f"{text[:24]}… ({len(text)} characters) is out of range for a quantity")
         m = _RE.match(text)
         if not m:
             raise QuantityError(f"{raw!r} is not a quantity")
+        digits = m.group("num").lstrip("+-").replace(".", "").lstrip("0")
+        if len(digits) > MAX_DIGITS:
+            raise QuantityError(f"{text!r} has more than {MAX_DIGITS} digits")
         number = Fraction(m.group("num"))
         suffix = m.group("suffix") or ""
         if suffix in _BINARY:
             value, fmt = number * (2 ** _BINARY[suffix]), BINARY_SI
         elif suffix[:1] in ("e", "E"):
-            value, fmt = number * Fraction(10) ** int(suffix[1:]), DECIMAL_EXPONENT
+            exponent = int(suffix[1:])
+            if exponent < -2 * MAX_DIGITS:  # far below a nano: rounds up to 1n below, or is 0
+                value = Fraction(0) if number == 0 else (_NANO if number > 0 else -_NANO)
+            elif exponent > 2 * MAX_DIGITS:
+                raise QuantityError(f"{text!r} is out of range: Kubernetes holds amounts as int64")
+            else:
+                value = number * Fraction(10) ** exponent
+            fmt = DECIMAL_EXPONENT
         else:
             value, fmt = number * Fraction(10) ** _DECIMAL[suffix], DECIMAL_SI
+        if fmt == BINARY_SI and abs(value) > MAX_MAGNITUDE:
+            # apimachinery caps binary amounts at the int64 maximum (quantity.go, ParseQuantity).
+            value = Fraction(MAX_MAGNITUDE if value > 0 else -MAX_MAGNITUDE)
+        if abs(value) > MAX_MAGNITUDE:
+            raise QuantityError(f"{text!r} is out of range: Kubernetes holds amounts as int64 "
+                                f"(at most {MAX_MAGNITUDE})")
         # apimachinery rounds up to nano precision when parsing.
         if value.denominator != 1 and (value / _NANO).denominator != 1:
             value = Fraction(math.ceil(value / _NANO)) * _NANO

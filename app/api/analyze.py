@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import hashlib
-import json
+import logging
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ValidationError
 
-from ..deps import Service, ServiceDep
-from ..errors import InvalidRequest, MalformedJSON, UnsupportedMediaType, describe_validation
+from .. import jsonio
+from ..deps import AuthorizedDep, Service, live_for
+from ..errors import (
+    InvalidRequest,
+    MalformedJSON,
+    UnsupportedMediaType,
+    describe_validation,
+    internal_error_body,
+)
 from ..live import live_basis_for_texts
 from ..managed import ManagedResourcesError, texts_from_managed_resources
 from ..schemas import (
@@ -20,8 +27,10 @@ from ..schemas import (
     ReportResponse,
     request_body,
 )
+from ..workers import encode_json
 
 router = APIRouter(tags=["analysis"])
+log = logging.getLogger("rayservice_impact")
 
 Format = Annotated[Literal["json", "markdown"], Query(description="`markdown` answers text/markdown")]
 Version = Annotated[str | None, Query(description="operator version whose rules apply (default: the "
@@ -39,14 +48,9 @@ async def read_json(request: Request) -> tuple[bytes, Any]:
         raise UnsupportedMediaType("send the body as application/json")
     raw = await request.body()
     try:
-        return raw, json.loads(raw)
-    except UnicodeDecodeError:
-        raise MalformedJSON("the body is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno} column {exc.colno}"
-        raise MalformedJSON(f"the body is not JSON: {exc.msg} at {where}") from None
-    except RecursionError:
-        raise MalformedJSON("the body is not JSON this service can read: nested too deeply") from None
+        return raw, jsonio.loads(raw)
+    except jsonio.JSONInputError as exc:
+        raise MalformedJSON(str(exc)) from None
 
 
 def validate(model: type[BaseModel], value: Any) -> Any:
@@ -84,6 +88,13 @@ async def answer(request: Request, service: Service, key: bytes | None, job: dic
             service.cache.put(key, result)
     else:
         service.metrics.cache_hits.inc()
+    if result["status"] >= 500:  # a core bug: the worker sent its traceback; the answer gets the id
+        request_id = state.get("request_id", "-")
+        log.error("analysis failed unexpectedly: %s", result.get("exception", "?"),
+                  extra={"request_id": request_id})
+        state["error_code"] = "internal-error"
+        return Response(encode_json(internal_error_body(request_id)), status_code=500,
+                        media_type="application/json")
     if "decision" in result:
         state["decision"] = result["decision"]
         service.metrics.observe_analysis(result["decision"], result["rollouts"], result["accelerators"],
@@ -128,7 +139,7 @@ def _job(service: Service, fmt: str, version: str | None, **fields: Any) -> dict
 
 @router.post("/v1/analyze", response_model=ReportResponse, responses=REPORT_RESPONSES,
              openapi_extra=request_body(AnalyzeRequest))
-async def analyze(request: Request, service: ServiceDep, format: Format = "json") -> Response:
+async def analyze(request: Request, service: AuthorizedDep, format: Format = "json") -> Response:
     """Analyse a change from `before` to `after` (YAML texts) and answer the report."""
     raw, value = await read_json(request)
     key = _digest(b"analyze", format.encode(), raw)
@@ -149,13 +160,14 @@ async def analyze(request: Request, service: ServiceDep, format: Format = "json"
 
 async def _live(service: Service, job: dict[str, Any], after: Any) -> dict[str, Any] | None:
     return await live_basis_for_texts(
-        after, enabled=service.live_enabled, kuberay_version=job["kuberay_version"],
-        headroom=job["headroom"], timeout=service.settings.kubernetes_timeout_seconds)
+        after, enabled=live_for(service), kuberay_version=job["kuberay_version"],
+        headroom=job["headroom"], timeout=service.settings.kubernetes_timeout_seconds,
+        budget=service.settings.analysis_timeout_seconds)
 
 
 @router.post("/v1/argocd/managed-resources", response_model=ReportResponse, responses=REPORT_RESPONSES,
              openapi_extra=request_body(ManagedResourcesRequest))
-async def argocd_managed_resources(request: Request, service: ServiceDep, format: Format = "json",
+async def argocd_managed_resources(request: Request, service: AuthorizedDep, format: Format = "json",
                                    kuberayVersion: Version = None) -> Response:
     """Analyse an Argo CD managed-resources answer: each item's live state -> its target state."""
     raw, value = await read_json(request)
@@ -164,7 +176,7 @@ async def argocd_managed_resources(request: Request, service: ServiceDep, format
         managed: ManagedResourcesRequest = validate(ManagedResourcesRequest, value)
         job = _job(service, format, kuberayVersion, managed=_trimmed(managed), sources=("live", "target"),
                    before_is_live=True)
-        if service.live_enabled:
+        if live_for(service):
             try:  # convert here once; the worker then analyses the texts
                 job["before"], job["after"] = texts_from_managed_resources(job.pop("managed"))
             except ManagedResourcesError:

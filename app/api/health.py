@@ -20,10 +20,13 @@ async def healthz() -> HealthResponse:
 
 @router.get("/readyz", response_model=ReadyResponse, responses={503: ERROR_RESPONSES[503]})
 async def readyz(service: ServiceDep) -> ReadyResponse:
-    """Readiness: the analysis workers are up and have run a warm-up analysis."""
+    """Readiness: the analysis workers are up, have run a warm-up analysis, and a slot is free."""
     pool = service.pool
     if not pool.is_ready:
         raise ServiceUnavailable("the analysis pool is not ready", code="not-ready", retry_after=1)
+    if pool.in_flight >= pool.capacity:  # a load balancer should send new work elsewhere
+        raise ServiceUnavailable(f"all {pool.capacity} analysis slots are busy", code="saturated",
+                                 retry_after=1)
     return ReadyResponse(status="ready", workers=pool.workers, inFlight=pool.in_flight,
                          capacity=pool.capacity)
 

@@ -131,6 +131,14 @@ class KubeReader:
         items = body.get("items") if isinstance(body, dict) else None
         return [i for i in items or [] if isinstance(i, dict)]
 
+    def list_custom(self, plural: str, namespace: str) -> list[dict[str, Any]]:
+        """Every ``ray.io`` object of one kind in ``namespace``."""
+        with _translated(f"list {plural} in {namespace}", self.conn.host):
+            body = self._custom.list_namespaced_custom_object(
+                RAY_GROUP, RAY_VERSION, namespace, plural, _request_timeout=self.timeout)
+        items = body.get("items") if isinstance(body, dict) else None
+        return [i for i in items or [] if isinstance(i, dict)]
+
     def list_nodes(self) -> list[dict[str, Any]]:
         return self._pages("list nodes", self._core.list_node)
 

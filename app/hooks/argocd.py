@@ -17,13 +17,16 @@ termination log (``/dev/termination-log``): a bare Pod hook then shows it in the
 from __future__ import annotations
 
 import argparse
-import json
+import logging
+import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import diffing
 
+from .. import jsonio
 from ..cli import EXIT_HOLD, EXIT_INTERNAL, EXIT_OK, UsageError, format_report
 from ..clients.argocd import ArgoCDClient
 from ..clients.kubernetes import KubeReader, connect
@@ -87,8 +90,8 @@ def _targets(body: dict[str, Any]) -> tuple[list[str], dict[str, dict[str, Any]]
         raw = item.get("targetState")
         if isinstance(raw, str) and raw not in ("", "null"):
             try:
-                obj = json.loads(raw)
-            except ValueError:
+                obj = jsonio.loads(raw, "targetState")
+            except jsonio.JSONInputError:
                 continue
             if isinstance(obj, dict):
                 targets[key] = obj
@@ -111,8 +114,45 @@ def _describe(key: str, live: diffing.LiveCluster) -> str:
     return "; ".join(parts)
 
 
+log = logging.getLogger("rayservice_impact.hook")
+
+
+def _watchdog(settings: Settings) -> threading.Timer:
+    """End the hook before the Pod's own deadline, with the fail-open/closed answer and a reason.
+
+    Each Argo CD and Kubernetes call has its timeout and retries; this bounds their sum. Without
+    it a slow API made the hook run past ``activeDeadlineSeconds`` and Argo CD showed only
+    "DeadlineExceeded".
+    """
+    limit = settings.hook_deadline_seconds
+
+    def expire() -> None:
+        code = _cannot_check(settings, f"the check did not finish within {limit:g} s "
+                                       "(RAYSERVICE_IMPACT_HOOK_DEADLINE_SECONDS)")
+        sys.stdout.flush()
+        os._exit(code)
+
+    timer = threading.Timer(limit, expire)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
 def run_presync(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     settings = _settings()
+    timer = _watchdog(settings)
+    try:
+        return _run_presync(args, kwargs, settings)
+    except (diffing.DiffingError, UsageError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug must still answer as the policy says
+        log.exception("argocd-presync failed unexpectedly")
+        return _cannot_check(settings, f"internal error ({type(exc).__name__}: {str(exc)[:200]})")
+    finally:
+        timer.cancel()
+
+
+def _run_presync(args: argparse.Namespace, kwargs: dict[str, Any], settings: Settings) -> int:
     app = (args.app or "").strip()
     if not app:
         raise UsageError("--app: the Argo CD Application name is empty (is $(ARGOCD_APP_NAME) set "
@@ -165,8 +205,11 @@ def run_presync(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
     elif settings.live_basis == "off":
         _note("capacity basis: manifest (RAYSERVICE_IMPACT_LIVE_BASIS=off)")
 
-    report = diffing.analyze(before, after, live=live, sources=("live", "target"), before_is_live=True,
-                             **kwargs)
+    try:
+        report = diffing.analyze(before, after, live=live, sources=("live", "target"),
+                                 before_is_live=True, **kwargs)
+    except diffing.ManifestError as exc:  # Argo CD's own answer cannot be read as manifests
+        return _cannot_check(settings, f"Argo CD's managed-resources answer is not usable: {exc.message}")
     sys.stdout.write(format_report(report, args.format or "markdown"))
     sys.stdout.flush()
     code = report.exit_code

@@ -21,17 +21,19 @@ import uvicorn
 
 
 @contextlib.contextmanager
-def running_server(app: Any, *, ready_path: str | None = "/readyz", timeout: float = 30.0) -> Iterator[str]:
+def running_server(app: Any, *, ready_path: str | None = "/readyz", timeout: float = 30.0,
+                   http: Any = "auto") -> Iterator[str]:
     """Serve ``app`` until the block ends; yields ``http://127.0.0.1:PORT``.
 
     With ``ready_path`` it waits until that path answers 200 (e.g. the analysis pool warmed up).
+    ``http`` is uvicorn's protocol (the service's own: ``app.httpserver.protocol_with``).
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=2)
+                            timeout_graceful_shutdown=2, http=http)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
                               name=f"uvicorn-{port}")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 import diffing
+from app.clients.kubernetes import KubernetesError
 from app.live import accelerator_headroom, free_accelerators, node_accepts, read_live_basis, tolerates
 
 try:
@@ -119,6 +122,11 @@ class FakeReader:
         key, _, value = label_selector.partition("=")
         return [c for c in self.kube.rayclusters if c["metadata"]["labels"].get(key) == value]
 
+    def list_custom(self, plural: str, namespace: str) -> list[dict[str, Any]]:
+        self.calls.append(f"list {plural} {namespace}")
+        pool = self.kube.rayservices if plural == "rayservices" else self.kube.rayclusters
+        return [o for o in pool if o["metadata"]["namespace"] == namespace]
+
     def list_nodes(self) -> list[dict[str, Any]]:
         self.calls.append("nodes")
         return self.kube.nodes
@@ -139,7 +147,8 @@ def test_read_live_basis_finds_active_cluster_by_label_without_status() -> None:
     basis = read_live_basis(reader, ["ml/stable-diffusion"])  # type: ignore[arg-type]
     assert basis == {"ml/stable-diffusion": diffing.LiveCluster(
         active_cluster="sd-old", worker_replicas={"gpu-group": 2}, headroom={"nvidia.com/gpu": 4})}
-    assert "list rc ray.io/originated-from-cr-name=stable-diffusion" in reader.calls
+    # found through the label in the namespace's one RayCluster list, not a call per RayService
+    assert reader.calls == ["list rayservices ml", "nodes", "pods", "list rayclusters ml"]
 
 
 def test_read_live_basis_user_headroom_wins_and_skips_nodes_for_cpu_only() -> None:
@@ -162,3 +171,19 @@ def test_read_live_basis_target_spec_chooses_nodes() -> None:
     basis = read_live_basis(reader, ["ml/stable-diffusion"],  # type: ignore[arg-type]
                             targets={"ml/stable-diffusion": target})
     assert basis["ml/stable-diffusion"].headroom == {"nvidia.com/gpu": 8}
+
+
+def test_read_live_basis_reads_each_namespace_once_and_bounds_namespaces() -> None:
+    """One hostile body naming 250 RayServices made 502 API calls; now two lists per namespace."""
+    kube = s.Kubernetes(rayservices=[], rayclusters=[], pods=[], nodes=[])
+    reader = FakeReader(kube)
+    keys = [f"ns-{i % 3}/rs-{i}" for i in range(250)]
+    targets = {k: rayservice() for k in keys}
+    basis = read_live_basis(reader, keys, targets=targets)  # type: ignore[arg-type]
+    assert len(basis) == 250
+    assert sorted(c for c in reader.calls if c.startswith("list")) == [
+        f"list rayservices ns-{i}" for i in range(3)]
+    assert reader.calls.count("nodes") == 1 and reader.calls.count("pods") == 1
+    many = [f"ns-{i}/rs" for i in range(20)]
+    with pytest.raises(KubernetesError, match="more than 16 namespaces"):
+        read_live_basis(FakeReader(kube), many)  # type: ignore[arg-type]

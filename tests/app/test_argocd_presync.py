@@ -233,7 +233,7 @@ def test_presync_queries_managed_resources_with_filters(hook: Callable[..., Resu
     run_json(hook, argo, kube, "--app-namespace", "team-a")
     assert argo.requests == [(f"/api/v1/applications/{APP}/managed-resources",
                               {"group": ["ray.io"], "kind": ["RayService"], "appNamespace": ["team-a"]})]
-    assert "/apis/ray.io/v1/namespaces/ml/rayservices/stable-diffusion" in kube.requests
+    assert "/apis/ray.io/v1/namespaces/ml/rayservices" in kube.requests  # one list per namespace
     assert ("/api/v1/pods?fieldSelector=status.phase!=Succeeded,status.phase!=Failed&limit=500"
             in kube.requests)
 

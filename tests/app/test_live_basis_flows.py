@@ -64,18 +64,32 @@ def kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]
         ctx.__exit__(None, None, None)
 
 
-def _post(base_url: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+API_TOKEN = "test-api-token-0123456789"
+AUTH = {"authorization": f"Bearer {API_TOKEN}"}
+
+
+@pytest.fixture
+def tokens_file(tmp_path: Path) -> Path:
+    path = tmp_path / "api-tokens"
+    path.write_text(f"# one per line\n{API_TOKEN}\n")
+    return path
+
+
+def _post(base_url: str, before: dict[str, Any], after: dict[str, Any],
+          headers: dict[str, str] | None = None) -> dict[str, Any]:
     body = {"before": yaml.safe_dump(before), "after": yaml.safe_dump(after)}
-    response = httpx.post(f"{base_url}/v1/analyze", json=body, timeout=30)
+    response = httpx.post(f"{base_url}/v1/analyze", json=body, timeout=30,
+                          headers=AUTH if headers is None else headers)
     assert response.status_code == 200, response.text
     return response.json()["resources"][0]
 
 
 @pytest.mark.parametrize(("free", "decision"), [(2, "hold"), (3, "approve")])
 def test_service_uses_the_live_basis_when_kubernetes_is_configured(kubeconfig: Any, free: int,
-                                                                   decision: str) -> None:
+                                                                   decision: str, tokens_file: Path) -> None:
     kube = kubeconfig(_kube(free))
-    app = create_app(load_settings(analysis_executor="thread", live_basis="auto"))
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto",
+                                   api_tokens_file=tokens_file))
     before, after = _manifests()
     with running_server(app) as base_url:
         r = _post(base_url, before, after)
@@ -98,11 +112,12 @@ def test_service_live_basis_off_keeps_the_manifest_basis(kubeconfig: Any) -> Non
     assert kube.requests == []
 
 
-def test_service_falls_back_to_manifests_when_kubernetes_refuses(kubeconfig: Any) -> None:
+def test_service_falls_back_to_manifests_when_kubernetes_refuses(kubeconfig: Any, tokens_file: Path) -> None:
     kube = _kube(2)
     kube.token = "another-token"  # our kubeconfig's token is rejected: 401
     kubeconfig(kube)
-    app = create_app(load_settings(analysis_executor="thread", live_basis="auto"))
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto",
+                                   api_tokens_file=tokens_file))
     before, after = _manifests()
     with running_server(app) as base_url:
         r = _post(base_url, before, after)
@@ -122,13 +137,44 @@ def test_github_flow_analysis_uses_the_live_basis(kubeconfig: Any) -> None:
     assert json.dumps(report.to_dict())
 
 
-def test_service_managed_resources_use_the_live_basis(kubeconfig: Any) -> None:
+def test_service_managed_resources_use_the_live_basis(kubeconfig: Any, tokens_file: Path) -> None:
     kubeconfig(_kube(2))
     before, after = _manifests()
     body = {"items": [s.managed_item(s.live_state(before, active=ACTIVE), after)]}
-    app = create_app(load_settings(analysis_executor="thread", live_basis="auto"))
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto",
+                                   api_tokens_file=tokens_file))
     with running_server(app) as base_url:
-        response = httpx.post(f"{base_url}/v1/argocd/managed-resources", json=body, timeout=30)
+        response = httpx.post(f"{base_url}/v1/argocd/managed-resources", json=body, timeout=30,
+                              headers=AUTH)
     r = response.json()["resources"][0]
     assert (response.status_code, r["capacity"]["basis"], r["decision"]) == (200, "live", "hold")
     assert r["capacity"]["extra"]["nvidia.com/gpu"] == 3
+
+
+def test_without_api_tokens_the_cluster_is_never_read(kubeconfig: Any) -> None:
+    """An open analysis API answers from the manifests: nobody learns the cluster's free GPUs."""
+    kube = kubeconfig(_kube(5))
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto"))
+    before, after = _manifests()
+    with running_server(app) as base_url:
+        r = _post(base_url, before, after, headers={})
+    assert (r["capacity"]["basis"], r["capacity"]["headroom"]) == ("manifest", None)
+    assert kube.requests == []
+
+
+def test_with_api_tokens_a_caller_without_one_is_refused(kubeconfig: Any, tokens_file: Path) -> None:
+    kube = kubeconfig(_kube(5))
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto",
+                                   api_tokens_file=tokens_file))
+    before, after = _manifests()
+    body = {"before": yaml.safe_dump(before), "after": yaml.safe_dump(after)}
+    with running_server(app) as base_url:
+        answers = [httpx.post(f"{base_url}/v1/analyze", json=body, timeout=30, headers=h)
+                   for h in ({}, {"authorization": "Bearer wrong-token-0123456789"},
+                             {"authorization": f"Basic {API_TOKEN}"})]
+        open_routes = [httpx.get(f"{base_url}{p}", timeout=30).status_code
+                       for p in ("/healthz", "/readyz", "/metrics")]
+    assert [(a.status_code, a.json()["error"]["code"], a.headers.get("www-authenticate"))
+            for a in answers] == [(401, "unauthorized", "Bearer")] * 3
+    assert open_routes == [200, 200, 200]
+    assert kube.requests == []

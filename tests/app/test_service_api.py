@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import copy
 import json
+import re
 import logging
 import threading
 import time
@@ -233,7 +234,7 @@ def test_analyze_malformed_json_is_400(analysis_service):
 def test_analyze_invalid_utf8_is_400(analysis_service):
     response = post(analysis_service.base_url, "/v1/analyze", content=b'{"before": "\xff\xfe"}',
                     headers={"content-type": "application/json"})
-    assert (response.status_code, response.json()) == (400, error("malformed-json", "the body is not UTF-8"))
+    assert (response.status_code, response.json()) == (400, error("malformed-json", "the body is not UTF-8 (byte 12)"))
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
@@ -521,6 +522,7 @@ def test_request_log_line_is_json_without_body(analysis_service, caplog):
     lines = [json.loads(JSONFormatter().format(r)) for r in access_records(caplog)[-2:]]
     for line in lines:
         assert line.pop("duration_ms") >= 0
+        assert re.fullmatch(r"[0-9a-f]{16}", line.pop("request_id"))
         line.pop("ts")
     assert lines == [
         {"level": "info", "logger": ACCESS_LOGGER, "msg": "request", "method": "POST", "route": "/v1/analyze",
