@@ -1,7 +1,12 @@
-"""The one Argo CD call the PreSync hook needs: an Application's managed RayServices.
+"""The Argo CD calls of the PreSync hook and of the webhook's Argo CD rendering.
 
-``GET {server}/api/v1/applications/{name}/managed-resources?group=ray.io&kind=RayService``
-with a bearer token (argocd notes §2.1, §2.4). Connection errors, timeouts and 5xx answers are
+* ``GET {server}/api/v1/applications/{name}/managed-resources?group=ray.io&kind=RayService``:
+  an Application's managed RayServices (argocd notes §2.1), for the PreSync hook;
+* ``GET {server}/api/v1/applications`` (Applications, to find those of a repository) and
+  ``GET {server}/api/v1/applications/{name}/manifests?revision=SHA`` (what repo-server renders
+  at a revision, notes §2.2), for the webhook.
+
+A bearer token (notes §2.4) on every call. Connection errors, timeouts and 5xx answers are
 retried with exponential backoff; 401/403/404 fail at once with a message that says what to
 check. Every failure is an :class:`ArgoCDError`.
 """
@@ -9,7 +14,7 @@ check. Every failure is an :class:`ArgoCDError`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -68,7 +73,41 @@ class ArgoCDClient:
         if app_namespace:
             params["appNamespace"] = app_namespace
         path = f"/api/v1/applications/{quote(app, safe='')}/managed-resources"
-        response = self._get(path, params, what=f"application {app!r}")
+        return self._object(self._get(path, params, what=f"application {app!r}"), path, "'items'")
+
+    def applications(self, repo: str | None = None) -> list[dict[str, Any]]:
+        """Every Application the token may see (``applicationApplicationList``'s ``items``).
+
+        ``repo`` is Argo CD's own filter: an exact match on the first source's ``repoURL`` only,
+        so a caller that must also find ``.git``-less spellings or ``sources[]`` lists all
+        (``repo=None``) and matches itself."""
+        params = {"repo": repo} if repo else {}
+        path = "/api/v1/applications"
+        body = self._object(self._get(path, params, what="the list of applications"), path, "'items'")
+        items = body.get("items") or []  # Argo CD answers "items": null when there are none
+        if not isinstance(items, list):
+            raise ArgoCDError(f"Argo CD answered {path} with 'items' that is not a list")
+        return [i for i in items if isinstance(i, dict)]
+
+    def application_manifests(self, name: str, revision: str, app_namespace: str | None = None, *,
+                              source_positions: Sequence[int] = ()) -> dict[str, Any]:
+        """The ``repositoryManifestResponse`` of ``name`` rendered at ``revision`` by repo-server:
+        ``manifests`` is a list of JSON strings, one object each. ``source_positions`` (1-based)
+        asks a multi-source Application for ``revision`` at those sources only, the others at
+        their targetRevision (Argo CD's ``revisions`` + ``sourcePositions``)."""
+        params: dict[str, str | list[str]] = {}
+        if source_positions:
+            params["revisions"] = [revision] * len(source_positions)
+            params["sourcePositions"] = [str(p) for p in source_positions]
+        else:
+            params["revision"] = revision
+        if app_namespace:
+            params["appNamespace"] = app_namespace
+        path = f"/api/v1/applications/{quote(name, safe='')}/manifests"
+        what = f"the manifests of application {name!r} at revision {revision[:12]}"
+        return self._object(self._get(path, params, what=what), path, "'manifests'")
+
+    def _object(self, response: httpx.Response, path: str, expected: str) -> dict[str, Any]:
         try:
             body = response.json()
         except ValueError:
@@ -77,10 +116,10 @@ class ArgoCDClient:
                               status=response.status_code) from None
         if not isinstance(body, dict):
             raise ArgoCDError(f"Argo CD answered {path} with a JSON {type(body).__name__}, "
-                              "expected an object with 'items'", status=response.status_code)
+                              f"expected an object with {expected}", status=response.status_code)
         return body
 
-    def _get(self, path: str, params: dict[str, str], *, what: str) -> httpx.Response:
+    def _get(self, path: str, params: Mapping[str, str | list[str]], *, what: str) -> httpx.Response:
         attempt = 0
         while True:
             try:

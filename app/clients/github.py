@@ -4,7 +4,8 @@ Errors (``UpstreamError`` family, :mod:`app.clients.upstream`)::
 
     GitHubError                 any answer we cannot use (status, method, path; never a token)
     ├── GitHubNotFound          404 that outlived the brief eventual-consistency retry
-    └── GitHubRetryExhausted    5xx / rate limits / transport errors past the retry budget
+    ├── GitHubRetryExhausted    5xx / rate limits / transport errors past the retry budget
+    └── TarballTooLarge         a revision's tarball is over the download cap
 
 Retries (one policy for every call): 5xx and transport errors back off exponentially;
 403/429 rate limits wait for ``Retry-After`` or ``x-ratelimit-reset`` (a secondary limit
@@ -37,6 +38,7 @@ JSON = "application/vnd.github+json"
 API_VERSION = "2022-11-28"
 USER_AGENT = "rayservice-impact"
 STATUS_CONTEXT = "rayservice-impact"
+MAX_REDIRECTS = 3  # api.github.com -> codeload.github.com is one
 
 
 class GitHubError(UpstreamError):
@@ -56,6 +58,16 @@ class GitHubNotFound(GitHubError):
 
 class GitHubRetryExhausted(GitHubError):
     """The retry budget ran out on 5xx answers, rate limits or transport errors."""
+
+
+class TarballTooLarge(GitHubError):
+    """A revision's tarball is larger than the cap (``RAYSERVICE_IMPACT_RENDER_TARBALL_MAX_BYTES``):
+    a verdict about the change (it cannot be rendered here), not a transient failure."""
+
+    def __init__(self, path: str, limit: int) -> None:
+        super().__init__("GET", path, None, f"the tarball is larger than {limit} bytes "
+                                            "(RAYSERVICE_IMPACT_RENDER_TARBALL_MAX_BYTES)")
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,26 +182,38 @@ class GitHubClient:
 
     # -- transport with retries -----------------------------------------------------------------
     async def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-                      json: Any = None, accept: str = JSON, retry_404: bool = False) -> httpx.Response:
+                      json: Any = None, accept: str = JSON, retry_404: bool = False, stream: bool = False,
+                      follow_redirects: bool | None = None, auth: bool = True) -> httpx.Response:
+        """One call with the retry policy. ``stream``: the answer's body is not read (the caller
+        reads and closes it); ``follow_redirects``: None = the shared client's setting; ``auth``:
+        False for a URL of another host (a redirect target carries its own credentials)."""
         url = path if path.startswith(("http://", "https://")) else self.base_url + path
-        shown = httpx.URL(url).path
+        shown = httpx.URL(url).path  # never the query: a redirect URL may carry a token there
         spent, attempt, refreshed = 0.0, 0, False
         not_found_waits = list(self.retry.not_found_waits) if retry_404 else []
+        follow = self.http.follow_redirects if follow_redirects is None else follow_redirects
         while True:
             attempt += 1
             headers = {"Accept": accept, "X-GitHub-Api-Version": API_VERSION, "User-Agent": USER_AGENT}
-            if self.token is not None:
+            if self.token is not None and auth:
                 headers["Authorization"] = await self.token(refreshed)
             if method != "GET":
                 await self._writes.wait()
             try:
-                resp = await self.http.request(method, url, params=params, json=json, headers=headers)
+                req = self.http.build_request(method, url, params=params, json=json, headers=headers)
+                resp = await self.http.send(req, stream=stream, follow_redirects=follow)
             except httpx.TransportError as exc:
                 wait, why, resp = self._backoff(attempt), type(exc).__name__, None
             else:
                 if resp.status_code < 400:
                     return resp
-                if resp.status_code == 401 and self.token is not None and not refreshed:
+                if stream:  # the error's body is small; read it for the message, free the connection
+                    try:
+                        await resp.aread()
+                    except httpx.TransportError:
+                        pass
+                    await resp.aclose()
+                if resp.status_code == 401 and self.token is not None and auth and not refreshed:
                     refreshed = True  # an expired installation token: mint a new one once
                     continue
                 if resp.status_code == 404 and not_found_waits:
@@ -251,6 +275,42 @@ class GitHubClient:
                                   params={"ref": ref}, accept=RAW, retry_404=True)
         return resp.content.decode("utf-8", errors="replace")
 
+    async def tarball(self, owner: str, repo: str, ref: str, max_bytes: int) -> bytes:
+        """The gzip tarball of ``ref`` (GitHub answers 302 to codeload), read up to ``max_bytes``.
+
+        Redirects are followed here, not by the shared client, so each hop is checked: only to
+        an https URL, or to this API's own origin (a GHES ``/_codeload`` or a local stand-in).
+        The token goes only to this API's origin; codeload's URL carries its own credentials.
+        Over the cap: :class:`TarballTooLarge`, whether announced by Content-Length or not.
+        """
+        path = f"/repos/{_q(owner)}/{_q(repo)}/tarball/{quote(ref, safe='/')}"
+        url, auth = path, True
+        for _ in range(MAX_REDIRECTS + 1):
+            resp = await self.request("GET", url, retry_404=True, stream=True, follow_redirects=False,
+                                      auth=auth)
+            try:
+                if 300 <= resp.status_code < 400:
+                    url, auth = self._redirect_target(resp, path)
+                    continue
+                return await _read_capped(resp, path, max_bytes)
+            finally:
+                await resp.aclose()
+        raise GitHubError("GET", path, None, f"more than {MAX_REDIRECTS} redirects")
+
+    def _redirect_target(self, resp: httpx.Response, path: str) -> tuple[str, bool]:
+        """(absolute URL, send the token?) of a redirect, or GitHubError when it is not allowed."""
+        location = resp.headers.get("location")
+        if not location:
+            raise GitHubError("GET", path, resp.status_code, "a redirect without a Location")
+        target = resp.request.url.join(location)
+        base = httpx.URL(self.base_url)
+        same_origin = (target.scheme, target.host, target.port) == (base.scheme, base.host, base.port)
+        if target.scheme != "https" and not same_origin:
+            raise GitHubError("GET", path, resp.status_code,
+                              f"redirect to {target.scheme}://{target.host} refused: only https, or "
+                              "this API's own host")
+        return str(target), same_origin
+
     def issue_comments(self, owner: str, repo: str, number: int) -> AsyncIterator[dict[str, Any]]:
         return self.paginate(f"/repos/{_q(owner)}/{_q(repo)}/issues/{number}/comments")
 
@@ -293,6 +353,24 @@ class _WriteGate:
             if delay > 0:
                 await self._sleep(delay)
             self._next = self._clock() + self.interval
+
+
+async def _read_capped(resp: httpx.Response, path: str, max_bytes: int) -> bytes:
+    declared = resp.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise TarballTooLarge(path, max_bytes)
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        async for chunk in resp.aiter_bytes():
+            total += len(chunk)
+            if total > max_bytes:
+                raise TarballTooLarge(path, max_bytes)
+            chunks.append(chunk)
+    except httpx.TransportError as exc:
+        raise GitHubError("GET", path, resp.status_code,
+                          f"the download broke off after {total} bytes ({type(exc).__name__})") from None
+    return b"".join(chunks)
 
 
 def _message(resp: httpx.Response) -> str:

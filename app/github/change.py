@@ -1,4 +1,5 @@
-"""A pull request's RayService manifests at its base and head SHAs, read through the REST API."""
+"""A pull request read through the REST API: the paths it touched (the rendering flows) or, with
+``RAYSERVICE_IMPACT_RENDER=none``, its changed RayService files at the base and head SHAs."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ FILES_CAP = 3000  # GitHub lists at most this many files of a pull request
 FETCH_CONCURRENCY = 4
 
 
-
 class PayloadError(ValueError):
     """A webhook payload without the fields a pull_request event must carry."""
 
@@ -28,6 +28,8 @@ class PullRequest:
     head_sha: str
     updated_at: str = ""            # ISO 8601 from the payload: orders events of one PR
     installation_id: int | None = None
+    repo_url: str = ""              # repository.clone_url (else html_url): tells this repo's
+                                    # Argo CD Applications from others'
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -45,7 +47,8 @@ class PullRequest:
             return cls(owner=str(repo["owner"]["login"]), repo=str(repo["name"]), number=int(pr["number"]),
                        base_sha=str(pr["base"]["sha"]), head_sha=str(pr["head"]["sha"]),
                        updated_at=str(pr.get("updated_at") or ""),
-                       installation_id=int(installation["id"]) if "id" in installation else None)
+                       installation_id=int(installation["id"]) if "id" in installation else None,
+                       repo_url=str(repo.get("clone_url") or repo.get("html_url") or ""))
         except (KeyError, TypeError, ValueError) as exc:
             raise PayloadError(f"pull_request payload without {exc}") from None
 
@@ -75,6 +78,22 @@ def plan_fetches(entry: dict[str, Any]) -> tuple[str | None, str | None]:
     base = None if status in ("added", "copied") else old
     head = None if status == "removed" else new
     return (base if is_yaml(base) else None), (head if is_yaml(head) else None)
+
+
+async def fetch_changed_paths(gh: GitHubClient, pr: PullRequest) -> tuple[set[str], int]:
+    """(every path the PR touched, both names of a rename; how many files GitHub listed).
+
+    All files, not only YAML: a kustomization may read any file (a configMapGenerator's
+    input, a Helm values file), and which roots read which files is known only from the tree.
+    """
+    paths: set[str] = set()
+    listed = 0
+    async for entry in gh.pull_files(pr.owner, pr.repo, pr.number):
+        listed += 1
+        for key in ("filename", "previous_filename"):
+            if entry.get(key):
+                paths.add(str(entry[key]))
+    return paths, listed
 
 
 async def fetch_change(gh: GitHubClient, pr: PullRequest) -> Change:

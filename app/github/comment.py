@@ -38,7 +38,13 @@ def shorten(text: str, limit: int = MAX_DESCRIPTION) -> str:
 
 
 def verdict_for_report(report: diffing.Report, *, note: str = "") -> Verdict:
+    """The gate for a report. One whose only content is ``render-failed`` errors is not "no
+    RayService": what those roots deploy is unknown, so it holds (``renderFailure: warn`` turns
+    them into warnings first, and then it passes)."""
     state = STATE_FOR_DECISION.get(report.decision, "error")
+    if not report.resources and any(f.severity == "error" and f.code == "render-failed"
+                                    for f in report.findings):
+        state = "failure"
     budget = MAX_BODY_CHARS - 2_000  # room for the marker, the note and the footer
     markdown = diffing.render_markdown(report, max_chars=budget)
     if note:

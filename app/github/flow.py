@@ -1,4 +1,9 @@
-"""One pull request, end to end: read the change, analyse it, post comment, status, check run."""
+"""One pull request, end to end: read the change, analyse it, post comment, status, check run.
+
+The change is what the PR deploys, rendered at both revisions (:mod:`.rendering`: from the
+repository tarballs, or by Argo CD when it is configured); with ``RAYSERVICE_IMPACT_RENDER=none``
+it is the changed RayService files as they are (:func:`.change.fetch_change`).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import diffing
+from app.clients.argocd import ArgoCDClient, ArgoCDError
 from app.clients.github import GitHubClient, GitHubError
 from app.live import live_basis_for_texts
+from app.render.pipeline import RenderedChange, RenderOptions, analyze_rendered
 
 from .change import PullRequest, fetch_change
 from .comment import (
@@ -24,6 +31,7 @@ from .comment import (
     verdict_for_no_change,
     verdict_for_report,
 )
+from .rendering import RenderedPull, render_pull
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +43,11 @@ class AnalysisOptions:
     timeout: float = 10.0
     live_enabled: bool = False  # live basis from the Kubernetes API (the service runs in-cluster)
     kubernetes_timeout: float = 10.0
+    # "auto": render what the PR deploys (tarballs, or Argo CD when a client is given);
+    # "none": the changed RayService files as they are. The default keeps embedders' old behaviour.
+    render: str = "none"
+    render_options: RenderOptions = field(default_factory=RenderOptions)
+    tarball_max_bytes: int = 200 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -62,9 +75,34 @@ async def analyse(change_before: list[tuple[str, str]], change_after: list[tuple
         timeout=options.timeout)
 
 
+async def analyse_rendered(rendered: RenderedChange, options: AnalysisOptions) -> diffing.Report:
+    """:func:`analyse` for a rendered change: the same core call as ``rayservice-impact git``
+    (:func:`app.render.pipeline.analyze_rendered`), so both give the same report."""
+    live = await live_basis_for_texts(rendered.after, enabled=options.live_enabled,
+                                      kuberay_version=options.kuberay_version, headroom=None,
+                                      timeout=options.kubernetes_timeout)
+    return await asyncio.wait_for(
+        asyncio.to_thread(analyze_rendered, rendered, kuberay_version=options.kuberay_version,
+                          policy=options.policy, live=live),
+        timeout=options.timeout)
+
+
+def footer_for(pr: PullRequest, via: str = "") -> str:
+    """The comment's last line: the revisions compared and, when rendered, which way."""
+    return f"rayservice-impact · base `{pr.base_sha[:7]}` → head `{pr.head_sha[:7]}`" + (
+        f" · {via}" if via else "")
+
+
 async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisOptions, *,
-                           check_run: bool = False, is_current: Callable[[], bool] = lambda: True) -> Outcome:
-    """Analyse ``pr`` and publish the result, unless a newer head supersedes it meanwhile."""
+                           check_run: bool = False, is_current: Callable[[], bool] = lambda: True,
+                           argocd: ArgoCDClient | None = None) -> Outcome:
+    """Analyse ``pr`` and publish the result, unless a newer head supersedes it meanwhile.
+
+    ``argocd``: render through Argo CD instead of the tarballs (``options.render == "auto"``).
+    """
+    if options.render != "none":
+        return await _run_rendered(gh, pr, options, check_run=check_run, is_current=is_current,
+                                   argocd=argocd)
     started = time.monotonic()
     timings: dict[str, float] = {}
     try:
@@ -100,6 +138,64 @@ async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisO
         timings["analyse"] = time.monotonic() - started
     return await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
                                  timings=timings)
+
+
+async def _run_rendered(gh: GitHubClient, pr: PullRequest, options: AnalysisOptions, *, check_run: bool,
+                        is_current: Callable[[], bool], argocd: ArgoCDClient | None) -> Outcome:
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+
+    async def publish(verdict: Verdict, footer: str | None = None) -> Outcome:
+        return await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
+                                     timings=timings, footer=footer)
+
+    try:
+        pull = await render_pull(gh, pr, options.render_options, tarball_max_bytes=options.tarball_max_bytes,
+                                 argocd=argocd)
+    except GitHubError as exc:
+        log.error("%s: cannot read the change: %s", pr.full_name, exc)
+        verdict = verdict_for_error(f"cannot read the change from GitHub ({exc})", comment=False)
+        outcome = await publish(verdict)
+        outcome.retryable = True
+        return outcome
+    except ArgoCDError as exc:
+        log.error("%s: cannot list the Argo CD Applications: %s", pr.full_name, exc)
+        verdict = verdict_for_error(f"cannot list the Argo CD Applications ({exc})")
+        outcome = await publish(verdict)
+        outcome.retryable = True
+        return outcome
+    except Exception as exc:  # noqa: BLE001 - a renderer bug must still leave an error status
+        log.exception("%s: rendering failed", pr.full_name)
+        verdict = verdict_for_error(f"internal error while rendering ({type(exc).__name__})")
+        return await publish(verdict)
+    timings["render"] = time.monotonic() - started
+    if not is_current():
+        return Outcome("superseded")
+    verdict = await _verdict_for_rendered(pr, pull, options)
+    timings["analyse"] = time.monotonic() - started
+    return await publish(verdict, footer_for(pr, pull.via))
+
+
+async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: AnalysisOptions) -> Verdict:
+    rendered = pull.rendered
+    if not rendered.before and not rendered.after and not rendered.notes:
+        return verdict_for_no_change()
+    note = ("GitHub lists at most 3 000 files of a pull request; files past that were not analysed."
+            if pull.is_truncated else "")
+    try:
+        report = await analyse_rendered(rendered, options)
+    except diffing.ManifestError as exc:
+        return verdict_for_error(f"invalid manifest: {exc.message}")
+    except diffing.DiffingError as exc:
+        return verdict_for_error(str(exc))
+    except TimeoutError:
+        return verdict_for_error(f"the analysis took longer than {options.timeout:g} s")
+    except Exception as exc:  # noqa: BLE001 - a core bug must still leave an error status
+        log.exception("%s: analysis failed", pr.full_name)
+        return verdict_for_error(f"internal error ({type(exc).__name__})")
+    if not report.resources and not report.findings:
+        return verdict_for_no_change()  # rendered, but no RayService (nor any problem) in it
+    return verdict_for_report(report, note=note)
 
 
 async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *, check_run: bool = False,
@@ -145,7 +241,7 @@ async def post_sticky_comment(gh: GitHubClient, pr: PullRequest, verdict: Verdic
             existing = comment
             break
     if footer is None:
-        footer = f"rayservice-impact · base `{pr.base_sha[:7]}` → head `{pr.head_sha[:7]}`"
+        footer = footer_for(pr)
     if verdict.markdown is None:
         if existing is None:
             return "none"

@@ -19,6 +19,7 @@ import httpx
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
+from app.clients.argocd import ArgoCDClient
 from app.clients.github import AppAuth, GitHubClient, GitHubError, RetryPolicy, static_token
 from app.github.change import PayloadError, PullRequest
 from app.github.dispatch import Dispatcher
@@ -31,6 +32,24 @@ def live_enabled(settings: Any) -> bool:
     return getattr(settings, "live_basis", "off") == "auto" and kubernetes_configured()
 
 log = logging.getLogger(__name__)
+
+
+def argocd_renderer(settings: Any) -> ArgoCDClient | None:
+    """The Argo CD client that renders pull requests, when rendering is on and both
+    RAYSERVICE_IMPACT_ARGOCD_SERVER and _ARGOCD_TOKEN are set; else None (tarballs)."""
+    server, token = getattr(settings, "argocd_server", None), getattr(settings, "argocd_token", None)
+    if getattr(settings, "render", "none") == "none" or not server or token is None:
+        return None
+    secret = token.get_secret_value()
+    if not secret:
+        return None
+    verify: bool | str = str(settings.argocd_ca_file) if settings.argocd_ca_file else True
+    if settings.argocd_insecure:
+        verify = False
+    log.info("github: pull requests are rendered by Argo CD at %s", server)
+    return ArgoCDClient(server, secret, timeout=float(settings.argocd_timeout_seconds),
+                        retries=int(settings.argocd_retries), verify=verify)
+
 
 ANALYSED_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
 
@@ -83,7 +102,10 @@ class GitHubService:
         self.options = AnalysisOptions(
             kuberay_version=settings.kuberay_version, policy=settings.load_policy(),
             timeout=float(_tuning(settings, "analysis_timeout_seconds")), live_enabled=live_enabled(settings),
-            kubernetes_timeout=float(_tuning(settings, "kubernetes_timeout_seconds")))
+            kubernetes_timeout=float(_tuning(settings, "kubernetes_timeout_seconds")),
+            render=str(getattr(settings, "render", "none")),
+            render_options=settings.render_options(),
+            tarball_max_bytes=int(settings.render_tarball_max_bytes))
         self.retry = RetryPolicy(budget=float(_tuning(settings, "github_retry_budget_seconds")),
                                  write_interval=float(_tuning(settings, "github_write_interval_seconds")))
         self.app_auth: AppAuth | None = None
@@ -95,6 +117,7 @@ class GitHubService:
                         "pull requests will be analysed but nothing can be posted")
         self.transport = transport
         self.gh: GitHubClient | None = None
+        self.argocd: ArgoCDClient | None = None
         self.dispatcher = Dispatcher(self._run, workers=int(_tuning(settings, "github_workers")),
                                      max_pending=int(_tuning(settings, "github_max_pending")))
 
@@ -103,6 +126,7 @@ class GitHubService:
         async with httpx.AsyncClient(transport=self.transport, timeout=httpx.Timeout(30.0),
                                      follow_redirects=True) as http:
             self.gh = GitHubClient(http, self.settings.github_api_url, None, retry=self.retry)
+            self.argocd = argocd_renderer(self.settings)
             await self.dispatcher.start()
             app.state.github = self
             try:
@@ -110,6 +134,9 @@ class GitHubService:
             finally:
                 await self.dispatcher.stop()
                 self.gh = None
+                if self.argocd is not None:
+                    self.argocd.close()
+                    self.argocd = None
 
     async def _run(self, pr: PullRequest, is_current: Any) -> Outcome:
         assert self.gh is not None
@@ -119,7 +146,7 @@ class GitHubService:
             log.error("github %s: cannot authenticate as the App installation: %s", pr.full_name, exc)
             return Outcome("failed", retryable=True)
         return await run_pull_request(gh, pr, self.options, check_run=self.app_auth is not None,
-                                      is_current=is_current)
+                                      is_current=is_current, argocd=self.argocd)
 
     async def _client_for(self, pr: PullRequest) -> GitHubClient:
         assert self.gh is not None

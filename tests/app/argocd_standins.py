@@ -1,11 +1,17 @@
-"""Local stand-ins on 127.0.0.1 for the Argo CD API and the Kubernetes API, plus builders
-for the objects they serve (shapes as the real servers answer them)."""
+"""Local stand-ins on 127.0.0.1 for the Argo CD API (managed-resources; Applications and their
+manifests rendered from a real git repository) and the Kubernetes API, plus builders for the
+objects they serve (shapes as the real servers answer them)."""
 
 from __future__ import annotations
 
 import copy
+import io
 import json
+import subprocess
+import tarfile
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -310,3 +316,87 @@ def write_kubeconfig(path: Path, server: str, token: str = KUBE_TOKEN) -> Path:
                                                      "namespace": "ml"}}],
     }))
     return path
+
+
+# -- Argo CD rendering a git repository ----------------------------------------------------------
+
+
+@dataclass
+class ArgoCDRepoServer:
+    """``GET /api/v1/applications`` and ``GET /api/v1/applications/{name}/manifests?revision=``
+    for the Applications of a real git repository, as argocd-server answers them: each
+    manifest is one object as a JSON string, rendered by real ``kubectl kustomize`` of the
+    Application's path at that revision (a plain folder: its YAML files), with the tracking
+    annotation repo-server adds. ``fail[(app, revision)] = status`` answers that status instead;
+    ``slow[(app, revision)] = seconds`` answers that much later."""
+
+    repo: Path
+    applications: list[dict[str, Any]]
+    token: str = ARGO_TOKEN
+    fail: dict[tuple[str, str], int] = field(default_factory=dict)
+    slow: dict[tuple[str, str], float] = field(default_factory=dict)
+    requests: list[tuple[str, dict[str, list[str]], str]] = field(default_factory=list)  # path, query, auth
+
+    def __call__(self, method: str, path: str, query: dict[str, list[str]], headers: Any
+                 ) -> tuple[int, Any]:
+        self.requests.append((path, query, headers.get("Authorization") or ""))
+        if headers.get("Authorization") != f"Bearer {self.token}":
+            return 401, {"error": "invalid session: token signature is invalid", "code": 16,
+                         "message": "invalid session: token signature is invalid"}
+        if path == "/api/v1/applications":
+            repo = query.get("repo", [""])[0]
+            items = [a for a in self.applications if not repo or a["spec"]["source"]["repoURL"] == repo]
+            return 200, {"metadata": {"resourceVersion": "1000"}, "items": items}
+        parts = path.strip("/").split("/")
+        if len(parts) == 5 and parts[:3] == ["api", "v1", "applications"] and parts[4] == "manifests":
+            app = next((a for a in self.applications if a["metadata"]["name"] == parts[3]), None)
+            if app is None:
+                return 403, {"error": "permission denied", "code": 7, "message": "permission denied"}
+            revision = query.get("revision", [""])[0]
+            time.sleep(self.slow.get((parts[3], revision), 0.0))
+            status = self.fail.get((parts[3], revision))
+            if status:
+                return status, {"error": "rpc error: code = Unavailable desc = repo-server is restarting",
+                                "code": 14, "message": "rpc error: code = Unavailable desc = repo-server "
+                                                       "is restarting"}
+            return self._manifests(app, revision)
+        return 404, {"error": "Not Found", "code": 5, "message": "Not Found"}
+
+    def _manifests(self, app: dict[str, Any], revision: str) -> tuple[int, Any]:
+        source, dest = app["spec"]["source"], app["spec"]["destination"]
+        rev = subprocess.run(["git", "-C", str(self.repo), "rev-parse", "--verify", "--quiet",
+                              f"{revision or 'HEAD'}^{{commit}}"], capture_output=True, text=True)
+        if rev.returncode != 0:
+            message = f"rpc error: code = Unknown desc = unable to resolve '{revision}' to a commit SHA"
+            return 500, {"error": message, "code": 2, "message": message}
+        sha = rev.stdout.strip()
+        archive = subprocess.run(["git", "-C", str(self.repo), "archive", "--format=tar", sha],
+                                 check=True, capture_output=True).stdout
+        with tempfile.TemporaryDirectory(prefix="argocd-standin-") as tmp:
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(tmp, filter="data")
+            folder = Path(tmp) / source["path"]
+            if (folder / "kustomization.yaml").is_file():
+                done = subprocess.run(["kubectl", "kustomize", str(folder)], capture_output=True, text=True)
+                if done.returncode != 0:
+                    message = (f"rpc error: code = Unknown desc = Manifest generation error (cached): "
+                               f"`kustomize build <path to cached source>/{source['path']}` failed exit "
+                               f"status 1: {done.stderr.strip()}")
+                    return 500, {"error": message, "code": 2, "message": message}
+                text, kind = done.stdout, "Kustomize"
+            else:
+                text = "\n---\n".join(p.read_text() for p in sorted(folder.glob("*.yaml")))
+                kind = "Directory"
+        manifests = []
+        for obj in yaml.safe_load_all(text):
+            if not isinstance(obj, dict):
+                continue
+            meta = obj.setdefault("metadata", {})
+            group = obj.get("apiVersion", "").rpartition("/")[0]
+            where = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+            meta.setdefault("annotations", {})["argocd.argoproj.io/tracking-id"] = \
+                f"{app['metadata']['name']}:{group}/{obj.get('kind')}:{where}"
+            manifests.append(json.dumps(obj))
+        return 200, {"manifests": manifests, "namespace": dest.get("namespace", ""),
+                     "server": dest.get("server", ""), "revision": sha, "sourceType": kind,
+                     "commands": [f"kustomize build <path to cached source>/{source['path']}"]}

@@ -4,23 +4,34 @@ Served by a real uvicorn (tests/app/serverutil.py). It keeps pull request files,
 by (sha, path), issue comments, statuses and check runs; paginates with ``Link`` headers like
 GitHub (``per_page`` up to 100); answers faults on demand (``fail``: 5xx, rate limits, 404s);
 mints App installation tokens after checking the JWT; and records every call.
+
+Tarballs (``GET /repos/{o}/{r}/tarball/{ref}``) answer 302 to a codeload path on the same host
+(``/_codeload/{o}/{r}/legacy.tar.gz/{sha}?token=...``, like GHES), which serves a real
+``git archive --format=tar.gz --prefix={o}-{r}-{sha7}/`` of a repository registered with
+``add_git_pull``, or else a tarball of the ``contents`` known at that SHA.
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
+import io
 import json
 import re
+import secrets
+import subprocess
+import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import jwt
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 NOT_FOUND = {"message": "Not Found",
@@ -63,6 +74,10 @@ class GitHubStandIn:
         self.check_runs: list[dict[str, Any]] = []
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
+        self.git_repos: dict[tuple[str, str], Path] = {}      # (owner, repo) -> a local git repository
+        self.redirect_tarballs = True                          # False: the tarball itself, no 302
+        self.chunked_tarballs = False                          # True: no Content-Length
+        self._codeload_tokens: set[str] = set()
         self.lock = threading.Lock()
         self._ids = 1000
         self.routes = [
@@ -75,6 +90,8 @@ class GitHubStandIn:
             ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs", self._check_run),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/installation", self._installation),
             ("POST", r"/app/installations/(?P<id>\d+)/access_tokens", self._access_token),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/tarball/(?P<ref>.+)", self._tarball),
+            ("GET", r"/_codeload/(?P<o>[^/]+)/(?P<r>[^/]+)/legacy\.tar\.gz/(?P<ref>.+)", self._codeload),
         ]
         self.app = Starlette(routes=[Route("/{rest:path}", self._dispatch,
                                            methods=["GET", "POST", "PATCH", "PUT", "DELETE"])])
@@ -103,6 +120,30 @@ class GitHubStandIn:
             entries.append(entry)
         self.files[(owner, repo, number)] = entries + list(extra)
 
+    def add_git_pull(self, owner: str, repo: str, number: int, base_sha: str, head_sha: str,
+                     path: Path) -> None:
+        """A pull request of a real git repository: its files list from ``git diff -M`` (as
+        GitHub lists them: every file, renames with ``previous_filename``), its tarballs from
+        ``git archive``."""
+        self.git_repos[(owner, repo)] = path
+        out = subprocess.run(["git", "-C", str(path), "diff", "--name-status", "-z", "-M", base_sha,
+                              head_sha], check=True, capture_output=True).stdout.decode()
+        fields, entries, i = out.split("\0"), [], 0
+        while i < len(fields) and fields[i]:
+            letter = fields[i][0]
+            if letter in "RC":
+                old, new, i = fields[i + 1], fields[i + 2], i + 3
+            else:
+                old = new = fields[i + 1]
+                i += 2
+            status = {"A": "added", "D": "removed", "R": "renamed", "C": "copied"}.get(letter, "modified")
+            entry = {"sha": "0" * 40, "filename": new, "status": status, "additions": 1, "deletions": 1,
+                     "changes": 2, "patch": "@@ -1 +1 @@"}
+            if letter in "RC":
+                entry["previous_filename"] = old
+            entries.append(entry)
+        self.files[(owner, repo, number)] = entries
+
     def fail(self, method: str, pattern: str, status: int, *, times: int = 1,
              headers: dict[str, str] | None = None, body: Any = None) -> None:
         """The next ``times`` calls matching ``method`` and the path regex answer ``status``."""
@@ -130,7 +171,8 @@ class GitHubStandIn:
         return resp
 
     def _answer(self, request: Request, call: Call) -> Response:
-        if self.prefix and not request.url.path.startswith(self.prefix + "/"):
+        codeload = request.url.path.startswith("/_codeload/")  # outside the API prefix, as on GHES
+        if self.prefix and not request.url.path.startswith(self.prefix + "/") and not codeload:
             return _json(NOT_FOUND, 404)
         with self.lock:
             for fault in self.faults:
@@ -141,7 +183,8 @@ class GitHubStandIn:
             m = re.fullmatch(pattern, call.path)
             if m and method == call.method:
                 is_app_call = call.path.startswith("/app/") or call.path.endswith("/installation")
-                if not is_app_call and not self._authorised(call):
+                own_token = call.path.startswith("/_codeload/")  # its URL carries the credentials
+                if not is_app_call and not own_token and not self._authorised(call):
                     return _json({"message": "Bad credentials"}, 401)
                 with self.lock:
                     return handler(request, call, m.groupdict())
@@ -175,7 +218,12 @@ class GitHubStandIn:
     def _content(self, request: Request, call: Call, g: dict[str, str]) -> Response:
         from urllib.parse import unquote
 
-        text = self.contents.get((request.query_params.get("ref", ""), unquote(g["path"])))
+        ref, path = request.query_params.get("ref", ""), unquote(g["path"])
+        text = self.contents.get((ref, path))
+        repo = self.git_repos.get((g["o"], g["r"]))
+        if text is None and repo is not None:
+            shown = subprocess.run(["git", "-C", str(repo), "show", f"{ref}:{path}"], capture_output=True)
+            text = shown.stdout.decode() if shown.returncode == 0 else None
         if text is None:
             return _json(NOT_FOUND, 404)
         if request.headers.get("accept", "").startswith("application/vnd.github.raw"):
@@ -259,6 +307,65 @@ class GitHubStandIn:
         expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
         return _json({"token": token, "expires_at": expires, "permissions": {"checks": "write"},
                       "repository_selection": "all"}, 201)
+
+
+    # -- tarballs -------------------------------------------------------------------------------
+    def _tarball(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        sha = self._resolve(g["o"], g["r"], g["ref"])
+        if sha is None:
+            return _json(NOT_FOUND, 404)
+        if not self.redirect_tarballs:
+            return self._archive_response(g["o"], g["r"], sha)
+        token = secrets.token_hex(8)
+        self._codeload_tokens.add(token)
+        origin = f"{request.url.scheme}://{request.url.netloc}"
+        location = f"{origin}/_codeload/{g['o']}/{g['r']}/legacy.tar.gz/{sha}?token={token}"
+        return Response(b"", 302, headers={**_rate_headers(), "location": location})
+
+    def _codeload(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        if request.query_params.get("token") not in self._codeload_tokens:
+            return Response(b"404: Not Found", 404, media_type="text/plain")
+        sha = self._resolve(g["o"], g["r"], g["ref"])
+        if sha is None:
+            return Response(b"404: Not Found", 404, media_type="text/plain")
+        return self._archive_response(g["o"], g["r"], sha)
+
+    def _resolve(self, owner: str, repo: str, ref: str) -> str | None:
+        path = self.git_repos.get((owner, repo))
+        if path is not None:
+            done = subprocess.run(["git", "-C", str(path), "rev-parse", "--verify", "--quiet",
+                                   f"{ref}^{{commit}}"], capture_output=True, text=True)
+            return done.stdout.strip() if done.returncode == 0 else None
+        return ref if any(sha == ref for sha, _ in self.contents) else None
+
+    def _archive_response(self, owner: str, repo: str, sha: str) -> Response:
+        data = self._archive(owner, repo, sha)
+        headers = {"content-disposition": f"attachment; filename={owner}-{repo}-{sha[:7]}.tar.gz"}
+        if self.chunked_tarballs:
+            chunks = [data[i:i + 512] for i in range(0, len(data), 512)]
+
+            async def body() -> Any:
+                for chunk in chunks:
+                    yield chunk
+
+            return StreamingResponse(body(), 200, media_type="application/x-gzip", headers=headers)
+        return Response(data, 200, media_type="application/x-gzip", headers=headers)
+
+    def _archive(self, owner: str, repo: str, sha: str) -> bytes:
+        prefix = f"{owner}-{repo}-{sha[:7]}/"
+        path = self.git_repos.get((owner, repo))
+        if path is not None:
+            return subprocess.run(["git", "-C", str(path), "archive", "--format=tar.gz", f"--prefix={prefix}",
+                                   sha], check=True, capture_output=True).stdout
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for (at, name), text in sorted(self.contents.items()):
+                if at == sha:
+                    blob = text.encode()
+                    info = tarfile.TarInfo(prefix + name)
+                    info.size, info.mode, info.mtime = len(blob), 0o644, 0
+                    tar.addfile(info, io.BytesIO(blob))
+        return gzip.compress(raw.getvalue(), mtime=0)
 
 
 def _rate_headers() -> dict[str, str]:

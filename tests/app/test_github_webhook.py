@@ -54,7 +54,7 @@ def test_webhook_opened_posts_one_comment_and_a_status():
 
 
 def test_webhook_typical_pr_call_count_and_latency(capsys):
-    with github_service() as (url, gh):
+    with github_service(render="none") as (url, gh):
         add_sample_pull(gh)
         started = time.monotonic()
         post_event(url, "pull_request", payload_bytes("pull_request.opened.repo-webhook.json"))
@@ -193,7 +193,7 @@ def test_webhook_invalid_json_with_a_valid_signature_is_400():
 
 
 def test_webhook_502s_then_success_are_retried():
-    with github_service() as (url, gh):
+    with github_service(render="none") as (url, gh):
         add_sample_pull(gh)
         gh.fail("GET", "/pulls/2/files", 502, times=2)
         gh.fail("GET", "/contents/", 503, times=1)
@@ -244,7 +244,7 @@ def test_webhook_3000_file_pr_fetches_only_the_yaml_files():
               "k8s/old.yaml": (manifest("llm.base.yaml"), None),             # removed
               "k8s/configmap.yaml": ("kind: ConfigMap\n", "kind: ConfigMap\ndata: {}\n"),
               "k8s/new-name.yaml": ("kind: Secret\n", "kind: Secret\n")}     # renamed
-    with github_service() as (url, gh):
+    with github_service(render="none") as (url, gh):
         gh.add_pull(OWNER, REPO, NUMBER, BASE_SHA, HEAD_SHA, files,
                     renames={"k8s/new-name.yaml": "k8s/x.yaml"})
         post_event(url, "pull_request", payload_bytes("pull_request.opened.repo-webhook.json"))
