@@ -68,7 +68,10 @@ def render_kustomize(snapshot: Snapshot, folder: str, options: KustomizeOptions 
         shutil.copytree(snapshot.root, copy, symlinks=True, copy_function=_link_or_copy)
         target = os.path.join(copy, folder) if folder else copy
         _apply_options(target, options, tool)
-        return _decode(tool, run_tool(tool, [*argv, target, *flags], cwd=copy, limits=limits))
+        try:
+            return _decode(tool, run_tool(tool, [*argv, target, *flags], cwd=copy, limits=limits))
+        except RenderError as exc:  # name the snapshot's paths, not the private copy's
+            raise RenderError(exc.tool, exc.message.replace(copy, snapshot.root)) from None
 
 
 def _kustomization(folder: str) -> dict[str, Any]:

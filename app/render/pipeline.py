@@ -184,7 +184,16 @@ class _Renderer:
         try:
             return _RENDER[src.type](snap, src, self.options)
         except RenderError as exc:
-            raise _Failed(exc.tool, exc.message) from None
+            raise _Failed(exc.tool, repo_paths(exc.message, snap.root)) from None
+
+
+def repo_paths(message: str, *roots: str) -> str:
+    """A renderer's message with the snapshot's temporary folder cut out of its paths: a PR comment
+    names ``overlays/prod/gone.yaml``, never a server path that changes on every run."""
+    for root in roots:
+        for form in {root, os.path.realpath(root)}:
+            message = message.replace(form.rstrip(os.sep) + os.sep, "").replace(form, ".")
+    return message
 
 
 def _file_digest(path: str) -> str:
