@@ -38,10 +38,14 @@ class JSONFormatter(logging.Formatter):
 
 
 def configure_logging(level: str = "info") -> None:
-    """Route the service's and uvicorn's loggers to one JSON handler on stderr."""
+    """Route the service's and uvicorn's loggers to one JSON handler on stderr.
+
+    ``app`` covers every module logger named after its module (``app.github.flow``,
+    ``app.clients.github``...), which used to bypass the handler (plain-text warnings, INFO lost).
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JSONFormatter())
-    for name in ("rayservice_impact", "uvicorn", "uvicorn.error"):
+    for name in ("rayservice_impact", "app", "uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]
         logger.setLevel(level.upper())

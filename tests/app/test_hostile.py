@@ -282,3 +282,15 @@ def test_hook_has_an_overall_deadline(tmp_path: Path) -> None:
     assert proc.returncode == 1 and took < 10
     assert "did not finish within 2 s" in proc.stderr
     assert "did not finish within 2 s" in termination.read_text()
+
+
+# -- 8. operations -----------------------------------------------------------------------------------
+
+def test_every_module_logger_writes_json_lines() -> None:
+    code = ("import logging; from app.logs import configure_logging; configure_logging('info'); "
+            "logging.getLogger('app.github.flow').info('a run'); "
+            "logging.getLogger('app.clients.github').warning('a retry')")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    lines = [json.loads(line) for line in proc.stderr.splitlines()]
+    assert [(x["level"], x["logger"], x["msg"]) for x in lines] == [
+        ("info", "app.github.flow", "a run"), ("warning", "app.clients.github", "a retry")]

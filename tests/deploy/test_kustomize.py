@@ -18,7 +18,7 @@ from diffing.policy import Policy
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 KUBECTL = shutil.which("kubectl")
-READ_ONLY = {"get", "list", "watch"}
+READ_ONLY = {"get", "list"}  # nothing watches: every read is one GET or LIST
 HOOK = "argocd.argoproj.io/hook"
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl (with kustomize) is not installed")
@@ -115,7 +115,7 @@ def _policy_mounted(objs: list[dict[str, Any]], obj: dict[str, Any]) -> None:
 def test_kustomize_base_objects() -> None:
     objs = render(DEPLOY / "base")
     assert sorted(o["kind"] for o in objs) == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
-                                               "Namespace", "Service", "ServiceAccount"]
+                                               "Namespace", "NetworkPolicy", "Service", "ServiceAccount"]
     assert {o["metadata"].get("namespace") for o in objs
             if o["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding")} == {"rayservice-impact"}
     assert _rules(objs) == {("ray.io", "rayservices"), ("ray.io", "rayclusters"), ("", "nodes"), ("", "pods")}
@@ -210,3 +210,17 @@ def test_kustomize_example_ignore_rules_are_valid_jq_paths() -> None:
     empty = {"spec": {"rayClusterConfig": {}}}
     for expr in rule["jqPathExpressions"]:  # `[]?` keeps a RayService without groups valid
         assert jq.compile(f"del({expr})").input_value(json.loads(json.dumps(empty))).first() == empty
+
+
+def test_kustomize_network_policy_admits_only_the_http_port_and_https_out() -> None:
+    objs = render(DEPLOY / "base")
+    policy = one(objs, "NetworkPolicy")
+    deploy = one(objs, "Deployment")
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= \
+        deploy["spec"]["template"]["metadata"]["labels"].items()
+    assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+    assert [p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]] == ["http"]
+    egress = {(p["port"], p["protocol"]) for rule in policy["spec"]["egress"] for p in rule["ports"]}
+    assert egress == {(53, "UDP"), (53, "TCP"), (443, "TCP"), (6443, "TCP")}
+    blocks = [b["ipBlock"] for rule in policy["spec"]["egress"] for b in rule.get("to", [])]
+    assert all("169.254.169.254/32" in b["except"] for b in blocks)
