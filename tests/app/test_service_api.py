@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 import copy
 import json
-import re
 import logging
+import re
 import threading
 import time
 from pathlib import Path
@@ -234,7 +234,8 @@ def test_analyze_malformed_json_is_400(analysis_service):
 def test_analyze_invalid_utf8_is_400(analysis_service):
     response = post(analysis_service.base_url, "/v1/analyze", content=b'{"before": "\xff\xfe"}',
                     headers={"content-type": "application/json"})
-    assert (response.status_code, response.json()) == (400, error("malformed-json", "the body is not UTF-8 (byte 12)"))
+    expected = error("malformed-json", "the body is not UTF-8 (byte 12)")
+    assert (response.status_code, response.json()) == (400, expected)
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
