@@ -52,6 +52,10 @@ class GitHubError(UpstreamError):
         self.method, self.path, self.detail = method, path, detail
 
 
+class GitHubUncertain(GitHubError):
+    """A write whose outcome is unknown (5xx, no answer): it may have been done."""
+
+
 class GitHubNotFound(GitHubError):
     """404: the object does not exist (or is not visible to these credentials)."""
 
@@ -183,10 +187,13 @@ class GitHubClient:
     # -- transport with retries -----------------------------------------------------------------
     async def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
                       json: Any = None, accept: str = JSON, retry_404: bool = False, stream: bool = False,
-                      follow_redirects: bool | None = None, auth: bool = True) -> httpx.Response:
+                      follow_redirects: bool | None = None, auth: bool = True,
+                      idempotent: bool = True) -> httpx.Response:
         """One call with the retry policy. ``stream``: the answer's body is not read (the caller
         reads and closes it); ``follow_redirects``: None = the shared client's setting; ``auth``:
-        False for a URL of another host (a redirect target carries its own credentials)."""
+        False for a URL of another host (a redirect target carries its own credentials);
+        ``idempotent`` False: a 5xx or a lost answer is not retried blindly but raised as
+        :class:`GitHubUncertain` (the write may have happened; the caller checks)."""
         url = path if path.startswith(("http://", "https://")) else self.base_url + path
         shown = httpx.URL(url).path  # never the query: a redirect URL may carry a token there
         spent, attempt, refreshed = 0.0, 0, False
@@ -203,6 +210,8 @@ class GitHubClient:
                 req = self.http.build_request(method, url, params=params, json=json, headers=headers)
                 resp = await self.http.send(req, stream=stream, follow_redirects=follow)
             except httpx.TransportError as exc:
+                if not idempotent:
+                    raise GitHubUncertain(method, shown, None, type(exc).__name__) from None
                 wait, why, resp = self._backoff(attempt), type(exc).__name__, None
             else:
                 if resp.status_code < 400:
@@ -216,6 +225,8 @@ class GitHubClient:
                 if resp.status_code == 401 and self.token is not None and auth and not refreshed:
                     refreshed = True  # an expired installation token: mint a new one once
                     continue
+                if resp.status_code >= 500 and not idempotent:
+                    raise GitHubUncertain(method, shown, resp.status_code, _message(resp))
                 if resp.status_code == 404 and not_found_waits:
                     wait, why = not_found_waits.pop(0), "404 (not replicated yet?)"
                 else:
@@ -314,9 +325,29 @@ class GitHubClient:
     def issue_comments(self, owner: str, repo: str, number: int) -> AsyncIterator[dict[str, Any]]:
         return self.paginate(f"/repos/{_q(owner)}/{_q(repo)}/issues/{number}/comments")
 
-    async def create_comment(self, owner: str, repo: str, number: int, body: str) -> dict[str, Any]:
+    async def create_comment(self, owner: str, repo: str, number: int, body: str, *,
+                             find: Callable[[], Awaitable[dict[str, Any] | None]] | None = None
+                             ) -> dict[str, Any]:
+        """POST a comment. A POST is not idempotent: after a 5xx or a lost answer GitHub may have
+        stored it, so before trying again ``find()`` looks for it (the sticky comment's marker)
+        and, when there, that comment is edited instead: never two comments."""
         path = f"/repos/{_q(owner)}/{_q(repo)}/issues/{number}/comments"
-        return (await self.request("POST", path, json={"body": body})).json()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return (await self.request("POST", path, json={"body": body}, idempotent=False)).json()
+            except GitHubUncertain as exc:
+                if find is not None:
+                    found = await find()
+                    if found is not None:
+                        log.warning("github POST %s: %s; the comment was stored, editing it", path, exc)
+                        return await self.update_comment(owner, repo, int(found["id"]), body)
+                if attempt >= self.retry.max_attempts:
+                    raise
+                wait = self._backoff(attempt)
+                log.warning("github POST %s: %s; not stored, retrying in %.1fs", path, exc, wait)
+                await self._sleep(wait)
 
     async def update_comment(self, owner: str, repo: str, comment_id: int, body: str) -> dict[str, Any]:
         path = f"/repos/{_q(owner)}/{_q(repo)}/issues/comments/{comment_id}"

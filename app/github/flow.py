@@ -231,15 +231,19 @@ async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *
     return outcome
 
 
+async def find_sticky_comment(gh: GitHubClient, pr: PullRequest) -> dict[str, Any] | None:
+    """The comment carrying the hidden marker, if any."""
+    async for comment in gh.issue_comments(pr.owner, pr.repo, pr.number):
+        if is_ours(comment.get("body")):
+            return comment
+    return None
+
+
 async def post_sticky_comment(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *,
                               footer: str | None = None) -> str:
     """Create or edit the one comment carrying the marker; never let an older run overwrite a
     newer one (the stamp's ``at`` is the PR's ``updated_at`` the run started from)."""
-    existing: dict[str, Any] | None = None
-    async for comment in gh.issue_comments(pr.owner, pr.repo, pr.number):
-        if is_ours(comment.get("body")):
-            existing = comment
-            break
+    existing = await find_sticky_comment(gh, pr)
     if footer is None:
         footer = footer_for(pr)
     if verdict.markdown is None:
@@ -249,7 +253,8 @@ async def post_sticky_comment(gh: GitHubClient, pr: PullRequest, verdict: Verdic
     else:
         body = render_body(verdict.markdown, head_sha=pr.head_sha, at=pr.updated_at, footer=footer)
     if existing is None:
-        await gh.create_comment(pr.owner, pr.repo, pr.number, body)
+        await gh.create_comment(pr.owner, pr.repo, pr.number, body,
+                                find=lambda: find_sticky_comment(gh, pr))
         return "created"
     stamp = stamp_of(existing.get("body", ""))
     if stamp and pr.updated_at and stamp[1] > pr.updated_at:

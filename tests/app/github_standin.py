@@ -57,6 +57,7 @@ class Fault:
     headers: dict[str, str]
     body: Any
     times: int
+    after_commit: bool = False  # do the work, then answer the fault (GitHub's 5xx after a write)
 
 
 class GitHubStandIn:
@@ -145,13 +146,14 @@ class GitHubStandIn:
         self.files[(owner, repo, number)] = entries
 
     def fail(self, method: str, pattern: str, status: int, *, times: int = 1,
-             headers: dict[str, str] | None = None, body: Any = None) -> None:
-        """The next ``times`` calls matching ``method`` and the path regex answer ``status``."""
+             headers: dict[str, str] | None = None, body: Any = None, after_commit: bool = False) -> None:
+        """The next ``times`` calls matching ``method`` and the path regex answer ``status``
+        (``after_commit``: the call takes effect first, as when GitHub writes, then times out)."""
         default = {"message": "Server Error"} if status >= 500 else NOT_FOUND if status == 404 else {
             "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
                        "again.", "documentation_url": "https://docs.github.com/rest/overview/rate-limits"}
         self.faults.append(Fault(method, re.compile(pattern), status, headers or {},
-                                 default if body is None else body, times))
+                                 default if body is None else body, times, after_commit))
 
     def calls_to(self, method: str, pattern: str) -> list[Call]:
         rx = re.compile(pattern)
@@ -174,11 +176,21 @@ class GitHubStandIn:
         codeload = request.url.path.startswith("/_codeload/")  # outside the API prefix, as on GHES
         if self.prefix and not request.url.path.startswith(self.prefix + "/") and not codeload:
             return _json(NOT_FOUND, 404)
+        committed: Fault | None = None
         with self.lock:
             for fault in self.faults:
                 if fault.times > 0 and fault.method == call.method and fault.pattern.search(call.path):
                     fault.times -= 1
-                    return _json(fault.body, fault.status, fault.headers)
+                    if not fault.after_commit:
+                        return _json(fault.body, fault.status, fault.headers)
+                    committed = fault
+                    break
+        answer = self._route(request, call)
+        if committed is not None:
+            return _json(committed.body, committed.status, committed.headers)
+        return answer
+
+    def _route(self, request: Request, call: Call) -> Response:
         for method, pattern, handler in self.routes:
             m = re.fullmatch(pattern, call.path)
             if m and method == call.method:

@@ -267,3 +267,23 @@ def test_app_auth_renews_a_token_the_api_rejects():
     _run(standin, body)
     assert [c.status for c in standin.calls_to("POST", "/statuses/")] == [401, 201]
     assert len(standin.calls_to("POST", "/access_tokens")) == 2
+
+
+@pytest.mark.parametrize("committed", [True, False], ids=["stored-then-502", "not-stored-502"])
+def test_sticky_comment_is_never_posted_twice(committed: bool) -> None:
+    """GitHub can store a comment and still answer 502 (or time out): a blind retry of the POST
+    made two comments, and later runs edited only the first. Now the retry looks first."""
+    from app.github.comment import Verdict
+    from app.github.flow import post_sticky_comment
+
+    standin = GitHubStandIn(token=TOKEN)
+    standin.fail("POST", r"/issues/\d+/comments$", 502, after_commit=committed)
+    pr = PullRequest(OWNER, REPO, NUMBER, BASE_SHA, HEAD_SHA, updated_at="2026-12-03T10:00:00Z")
+    verdict = Verdict("failure", "hold", "## hold\n", "hold")
+    outcome = _run(standin, lambda gh: post_sticky_comment(gh, pr, verdict))
+    comments = standin.comments[(OWNER, REPO, NUMBER)]
+    assert len(comments) == 1 and "## hold" in comments[0]["body"]
+    assert outcome == "created"
+    posts = standin.calls_to("POST", r"/issues/\d+/comments$")
+    assert len(posts) == (1 if committed else 2)  # stored: edited instead of posted again
+    assert len(standin.calls_to("PATCH", r"/issues/comments/\d+$")) == (1 if committed else 0)
