@@ -64,7 +64,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(health.router)
     from .webhooks.github import build_router
 
-    webhook = build_router(settings)
+    webhook = build_router(settings, pool=service.pool)
     if webhook is not None:
         app.include_router(webhook)  # FastAPI >= 0.115 merges the router's lifespan into the app's
     # GitHub sends webhook payloads of up to 25 MB; the analysis API keeps the configured limit.

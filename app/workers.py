@@ -156,16 +156,22 @@ class AnalysisPool:
 
     async def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
         """The worker's result, or ServiceUnavailable (saturated, over budget, not ready)."""
+        result: dict[str, Any] = await self.call(run_job, job, timeout=timeout)
+        return result
+
+    async def call(self, fn: Any, *args: Any, timeout: float) -> Any:
+        """``fn(*args)`` in a worker with the same admission, budget and recycling as :meth:`run`
+        (``fn`` and its arguments must pickle). The GitHub flow's analyses go through here, so a
+        hostile pull request cannot keep a thread busy for minutes and time out other PRs."""
         if self._executor is None or not self.is_ready:
             raise ServiceUnavailable("the analysis pool is starting", code="not-ready", retry_after=1)
         if self.in_flight >= self.capacity:
             raise ServiceUnavailable(f"all {self.capacity} analysis slots are busy; retry shortly",
                                      code="overloaded", retry_after=1)
         self.in_flight += 1
-        loop = asyncio.get_running_loop()
         try:
-            future = loop.run_in_executor(self._executor, run_job, job)
-        except RuntimeError as exc:  # executor shut down or broken
+            future = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        except RuntimeError as exc:
             self.in_flight -= 1
             self._broken(exc)
             raise ServiceUnavailable("the analysis pool is restarting", code="not-ready",

@@ -12,11 +12,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import diffing
 from app.clients.argocd import ArgoCDClient, ArgoCDError
 from app.clients.github import GitHubClient, GitHubError
+from app.errors import ServiceUnavailable
 from app.live import live_basis_for_texts
 from app.render.pipeline import RenderedChange, RenderOptions, analyze_rendered
 
@@ -33,6 +34,9 @@ from .comment import (
 )
 from .rendering import RenderedPull, render_pull
 
+if TYPE_CHECKING:
+    from app.workers import AnalysisPool
+
 log = logging.getLogger(__name__)
 
 
@@ -43,6 +47,7 @@ class AnalysisOptions:
     timeout: float = 10.0
     live_enabled: bool = False  # live basis from the Kubernetes API (the service runs in-cluster)
     kubernetes_timeout: float = 10.0
+    pool: AnalysisPool | None = None  # the service's worker processes (None: a thread, for tools/tests)
     # "auto": render what the PR deploys (tarballs, or Argo CD when a client is given);
     # "none": the changed RayService files as they are. The default keeps embedders' old behaviour.
     render: str = "none"
@@ -176,12 +181,40 @@ async def _run_rendered(gh: GitHubClient, pr: PullRequest, options: AnalysisOpti
     return await publish(verdict, footer_for(pr, pull.via))
 
 
+def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str) -> Verdict:
+    """The verdict of a rendered change, computed where the analysis runs (a pool worker: only
+    plain strings come back). Errors are verdicts too."""
+    try:
+        report = analyze_rendered(rendered, **kwargs)
+    except diffing.ManifestError as exc:
+        return verdict_for_error(f"invalid manifest: {exc.message}")
+    except diffing.DiffingError as exc:
+        return verdict_for_error(str(exc))
+    if not report.resources and not report.findings:
+        return verdict_for_no_change()  # rendered, but no RayService (nor any problem) in it
+    return verdict_for_report(report, note=note)
+
+
 async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: AnalysisOptions) -> Verdict:
     rendered = pull.rendered
     if not rendered.before and not rendered.after and not rendered.notes:
         return verdict_for_no_change()
     note = ("GitHub lists at most 3 000 files of a pull request; files past that were not analysed."
             if pull.is_truncated else "")
+    if options.pool is not None:  # worker processes: a runaway analysis is killed, not waited for
+        live = await live_basis_for_texts(rendered.after, enabled=options.live_enabled,
+                                          kuberay_version=options.kuberay_version, headroom=None,
+                                          timeout=options.kubernetes_timeout, budget=options.timeout)
+        kwargs = {"kuberay_version": options.kuberay_version, "policy": options.policy, "live": live}
+        try:
+            verdict: Verdict = await options.pool.call(rendered_verdict, rendered, kwargs, note,
+                                                       timeout=options.timeout)
+        except ServiceUnavailable as exc:
+            return verdict_for_error(exc.message)
+        except Exception as exc:  # noqa: BLE001 - a core bug must still leave an error status
+            log.exception("%s: analysis failed", pr.full_name)
+            return verdict_for_error(f"internal error ({type(exc).__name__})")
+        return verdict
     try:
         report = await analyse_rendered(rendered, options)
     except diffing.ManifestError as exc:

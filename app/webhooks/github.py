@@ -94,7 +94,8 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 class GitHubService:
     """Credentials, the shared HTTP client and the dispatcher of one server."""
 
-    def __init__(self, settings: Any, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, settings: Any, *, transport: httpx.AsyncBaseTransport | None = None,
+                 pool: Any = None) -> None:
         self.settings = settings
         self.secret = settings.github_webhook_secret.get_secret_value().encode()
         # GitHub caps webhook payloads at 25 MB (docs: webhook events and payloads).
@@ -105,7 +106,7 @@ class GitHubService:
             kubernetes_timeout=float(_tuning(settings, "kubernetes_timeout_seconds")),
             render=str(getattr(settings, "render", "none")),
             render_options=settings.render_options(),
-            tarball_max_bytes=int(settings.render_tarball_max_bytes))
+            tarball_max_bytes=int(settings.render_tarball_max_bytes), pool=pool)
         self.retry = RetryPolicy(budget=float(_tuning(settings, "github_retry_budget_seconds")),
                                  write_interval=float(_tuning(settings, "github_write_interval_seconds")))
         self.app_auth: AppAuth | None = None
@@ -209,12 +210,13 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
 
 def build_router(settings: Any, **kwargs: Any) -> APIRouter | None:
     """The /webhooks/github router, or None when RAYSERVICE_IMPACT_GITHUB_WEBHOOK_SECRET is unset
-    (the contract: no unsigned webhooks, ever). ``transport`` may be passed for tests."""
+    (the contract: no unsigned webhooks, ever). ``transport`` may be passed for tests; ``pool``
+    is the service's analysis pool, where the pull requests' analyses then run."""
     secret = getattr(settings, "github_webhook_secret", None)
     if secret is None or not secret.get_secret_value():
         log.info("github: RAYSERVICE_IMPACT_GITHUB_WEBHOOK_SECRET is unset; /webhooks/github is disabled")
         return None
-    service = GitHubService(settings, transport=kwargs.get("transport"))
+    service = GitHubService(settings, transport=kwargs.get("transport"), pool=kwargs.get("pool"))
     router = APIRouter(lifespan=service.lifespan)
 
     @router.post("/webhooks/github", include_in_schema=True, status_code=202, tags=["github"])

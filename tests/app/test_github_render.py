@@ -397,3 +397,22 @@ def test_render_argocd_ref_only_source_watches_its_value_files() -> None:
         {"repoURL": REPO_URL, "ref": "values"}])
     [tracked] = tracked_apps([app], REPO_URL)
     assert tracked == TrackedApp("chart", "argocd", "ns", ("envs/prod/values.yaml",), (2,))
+
+
+def test_webhook_analyses_run_in_the_service_worker_processes(tmp_path: Path) -> None:
+    """The webhook's analyses go through the service's process pool: the rendered sources and
+    the verdict cross the process boundary, and an analysis over its budget is killed (its
+    worker replaced) instead of running on in a thread while other PRs time out."""
+    repo = make_repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    head = image_bump(repo)
+    with github_service(GitHubStandIn(token=TOKEN), analysis_executor="process",
+                        analysis_workers=1) as (url, gh):
+        status, body = run_webhook(url, gh, repo, base, head)
+    assert status["state"] == "failure" and body is not None and SOURCE in body
+
+    standin = GitHubStandIn(token=TOKEN)
+    with github_service(standin, analysis_executor="process", analysis_workers=1,
+                        analysis_timeout_seconds=0.001) as (url, gh):
+        status, _ = run_webhook(url, gh, repo, base, head, number=2)
+    assert status["state"] == "error" and "longer than its 0.001 s budget" in status["description"]
