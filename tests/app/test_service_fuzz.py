@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -39,6 +40,23 @@ def client(analysis_service):
         yield c
 
 
+SAMPLE_RS = (Path(__file__).resolve().parents[2] / "samples/gpu-image-bump/after.yaml").read_text()
+# Scalars that used to cost minutes or a 500: huge exponents and digit strings, tags Kubernetes
+# cannot hold (issue 12).
+HOSTILE_SCALARS = ['"1e200000"', '"1e4300"', "9" * 5000, '"' + "9" * 5000 + '"', "1e999", ".inf", ".nan",
+                   "!!bool maybe", "!!float 1e999", "!!int 99x", "!!set {a, b}", "!!omap [a: 1]",
+                   "!!binary aGk=", "!!timestamp 2001-12-14", "!!str 1", '"16Ei"', '"-1"', '"1e-200000"']
+_PLACES = {"cpu": 'cpu: "2"', "replicas": "- replicas: 1", "rayVersion": 'rayVersion: "2.53.0"',
+           "gpu": 'nvidia.com/gpu: "4"'}
+
+
+def _with(where: str, what: str) -> str:
+    """The real sample with one hostile scalar at ``where``."""
+    place = _PLACES[where]
+    assert place in SAMPLE_RS, place
+    return SAMPLE_RS.replace(place, f"{place.rsplit(':', 1)[0]}: {what}", 1)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
     lambda children: st.lists(children, max_size=4)
@@ -61,6 +79,9 @@ yaml_texts = st.one_of(
         "a: !!python/object:os.system x\n",
         "\t\x00",
     ]),
+    st.builds(_with, st.sampled_from(sorted(_PLACES)), st.sampled_from(HOSTILE_SCALARS)),
+    st.integers(min_value=2, max_value=700).map(
+        lambda n: "a: &x [" + ",".join(["v"] * n) + "]\nb: [" + ",".join(["*x"] * n) + "]\n"),
 )
 
 analyze_bodies = st.fixed_dictionaries(
@@ -107,7 +128,12 @@ def test_fuzz_managed_resources_never_5xx(client, body):
 
 @FUZZ
 @given(raw=st.binary(max_size=300) | st.text(max_size=100).map(lambda t: ('{"before": "' + t).encode(
-    "utf-8", "surrogatepass")), route=st.sampled_from(ROUTES))
+    "utf-8", "surrogatepass")) | st.sampled_from([
+        json.dumps({"before": "", "after": ""}).encode("utf-16"),
+        json.dumps({"before": "", "after": ""}).encode("utf-32"),
+        b'{"before": "", "after": "", "n": ' + b"9" * 5000 + b"}",
+        b'{"before": "", "after": "", "n": NaN}', b'{"before": "", "after": "", "n": -Infinity}',
+        b'{"before": "", "after": "", "n": 1e999}']), route=st.sampled_from(ROUTES))
 def test_fuzz_raw_bytes_never_5xx(client, raw, route):
     response = client.post(route, content=raw)
     assert_answer_is_sound(response)
