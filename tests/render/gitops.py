@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "gpu-image-bump" / "before.yaml"
 REPO_URL = "https://github.com/example-org/ray-gitops.git"
 IMAGE = "rayproject/ray-llm"
+NEW_TAG = "2.53.0-py311-cu128"
 
 
 def git(repo: Path, *args: str) -> str:
@@ -71,6 +73,15 @@ def make_repo(tmp: Path, *, with_apps: bool = False) -> Path:
         write(repo, "apps/llm-staging.yaml", application("llm-staging", "overlays/staging", "ray-staging"))
     commit(repo, "initial")
     return repo
+
+
+def run(repo: Path, base: str, head: str, capsys: Any, *extra: str) -> tuple[int, dict[str, Any]]:
+    """``rayservice-impact git BASE HEAD --format json`` in this process: (exit code, report)."""
+    from app.cli import main
+
+    code = main(["git", base, head, "--repo", str(repo), "--format", "json", *extra])
+    out = capsys.readouterr()
+    return code, json.loads(out.out) if out.out else {"stderr": out.err}
 
 
 def edit_yaml(repo: Path, rel: str, change: Any) -> None:

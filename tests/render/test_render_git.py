@@ -6,24 +6,15 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-from gitops import REPO_URL, application, commit, edit_yaml, git, make_repo, write
+from gitops import NEW_TAG, REPO_URL, application, commit, edit_yaml, git, make_repo, run, write
 
 from app.cli import main
 from app.render.kustomize import find_tool
 
 pytestmark = pytest.mark.skipif(find_tool("kubectl") is None, reason="kubectl is not installed")
 
-NEW_TAG = "2.53.0-py311-cu128"
-
-
-def run(repo: Path, base: str, head: str, capsys: pytest.CaptureFixture[str], *extra: str
-        ) -> tuple[int, dict[str, Any]]:
-    code = main(["git", base, head, "--repo", str(repo), "--format", "json", *extra])
-    out = capsys.readouterr()
-    return code, json.loads(out.out) if out.out else {"stderr": out.err}
 
 
 @pytest.fixture
