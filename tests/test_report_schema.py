@@ -1,0 +1,53 @@
+"""docs/report.schema.json is the report users build on: every report the tool prints conforms."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import jsonschema_rs
+import pytest
+
+import diffing
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
+VALIDATOR = jsonschema_rs.validator_for(SCHEMA)
+EXPECTED = sorted(ROOT.glob("samples/*/expected.json"))
+UPSTREAM = sorted((ROOT / "samples" / "kuberay-v1.7.0").glob("*.yaml"))
+
+
+def errors(report: dict) -> list[str]:
+    return [f"{e.instance_path}: {e.message}" for e in VALIDATOR.iter_errors(report)]
+
+
+@pytest.mark.parametrize("path", EXPECTED, ids=[p.parent.name for p in EXPECTED])
+def test_reviewed_sample_reports_conform(path: Path) -> None:
+    assert errors(json.loads(path.read_text())) == []
+
+
+@pytest.mark.parametrize("path", UPSTREAM, ids=[p.name for p in UPSTREAM])
+def test_reports_on_kuberay_samples_conform(path: Path) -> None:
+    text = path.read_text()
+    for before, after in (("", text), (text, ""), (text, text.replace("2.52.0", "2.53.0"))):
+        assert errors(diffing.analyze(before, after).to_dict()) == []
+
+
+def test_report_level_findings_and_other_kinds_conform() -> None:
+    rc = "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: c}\nspec: {}\n"
+    note = diffing.Finding("error", "render-failed", "overlays/prod (kustomize)", "kustomize: boom")
+    report = diffing.analyze("", rc, notes=[note]).to_dict()
+    assert report["notAnalysed"] == {"RayCluster": 1} and report["findings"][0]["code"] == "render-failed"
+    assert errors(report) == []
+
+
+def test_the_schema_rejects_what_is_not_the_contract() -> None:
+    good = json.loads(EXPECTED[0].read_text())
+    for mutate in (lambda r: r.pop("decision"), lambda r: r.update(decision="maybe"),
+                   lambda r: r["resources"][0].update(rollout="explode"),
+                   lambda r: r["resources"][0]["capacity"].update(basis="guess"),
+                   lambda r: r.update(extra=1)):
+        bad = copy.deepcopy(good)
+        mutate(bad)
+        assert errors(bad), bad
