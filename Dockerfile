@@ -6,13 +6,15 @@ COPY pyproject.toml README.md ./
 COPY diffing ./diffing
 COPY app ./app
 # Wheels for the project and every dependency (PyYAML's wheel carries libyaml for the C loader).
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --wheel-dir /wheels '.[server,render,helm]'
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin rayservice-impact
 COPY --from=build /wheels /wheels
-RUN pip install --no-index --find-links=/wheels rayservice-impact && rm -rf /wheels
+# server: the HTTP service and the hook; render/helm: kubectl (with kustomize) and Helm's SDK for
+# the webhook's rendering of pull requests.
+RUN pip install --no-index --find-links=/wheels 'rayservice-impact[server,render,helm]' && rm -rf /wheels
 # Non-root, and nothing is written at run time: the image works with readOnlyRootFilesystem.
 USER 10001:10001
 EXPOSE 8080

@@ -57,7 +57,9 @@ def create_app(settings: Settings) -> FastAPI:
             service.pool.close()
 
     app = FastAPI(title="rayservice-impact", version=_version(), lifespan=lifespan,
-                  summary="Predicts what the KubeRay operator does with a RayService change.")
+                  summary="Predicts what the KubeRay operator does with a RayService change.",
+                  docs_url=None, redoc_url=None)
+    _offline_docs(app)
     app.state.service = service
     install_error_handlers(app)
     app.include_router(analyze.router)
@@ -74,6 +76,27 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(ObserveMiddleware, metrics=service.metrics)  # outermost: sees the 413s too
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """``/docs`` with Swagger UI's own files from the ``swagger-ui-bundle-v2`` package, never a
+    CDN: the service often runs in clusters without internet access."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.responses import HTMLResponse
+    from fastapi.staticfiles import StaticFiles
+
+    try:
+        from swagger_ui_bundle import swagger_ui_path
+    except ImportError:  # without the package there is no UI (the API and /openapi.json still work)
+        return
+    app.mount("/docs/assets", StaticFiles(directory=swagger_ui_path), name="swagger-ui")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="rayservice-impact API",
+                                   swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs/assets/swagger-ui.css",
+                                   swagger_favicon_url="/docs/assets/favicon-32x32.png")
 
 
 def _load_policy(settings: Settings) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ import http.client
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -321,3 +322,13 @@ def test_fuzz_cli_invalid_bytes_in_files_and_git_blobs(tmp_path_factory: pytest.
     if code != 2:
         actions = [r["action"] for r in json.loads(out.getvalue())["resources"]]
         assert "deleted" not in actions or b"kind: RayService" not in bad
+
+
+def test_docs_work_offline(service: str) -> None:
+    """Swagger UI's files come from the service itself: nothing is fetched from a CDN."""
+    page = httpx.get(service + "/docs")
+    assert page.status_code == 200 and "/docs/assets/swagger-ui-bundle.js" in page.text
+    assert not re.search(r"https?://(?!127\.0\.0\.1)", page.text.replace("https://fastapi.tiangolo.com", ""))
+    for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
+        r = httpx.get(f"{service}/docs/assets/{asset}")
+        assert r.status_code == 200 and len(r.content) > 10_000
