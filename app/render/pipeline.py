@@ -152,19 +152,24 @@ class _Renderer:
         return joined
 
     def _source(self, snap: Snapshot, root: Root, src: RenderSource) -> Future[str]:
-        key = (src, self._digest(snap, root))
+        key = (src, self._digest(snap, root, src))
         if key not in self.cache:
             self.runs += src.type in ("kustomize", "helm")
             self.cache[key] = self.pool.submit(self._render, snap, src)
         return self.cache[key]
 
-    def _digest(self, snap: Snapshot, root: Root) -> str:
-        """The content the root's render reads, as one hash (per snapshot folder, cached)."""
+    def _digest(self, snap: Snapshot, root: Root, src: RenderSource) -> str:
+        """The content ``src``'s render reads, as one hash (folders hashed once per snapshot).
+        An Application's own file is not among it (its options are in ``src`` itself), so two
+        Applications that deploy one folder with the same options render it once."""
         h = hashlib.sha256()
         for d in sorted(root.read_dirs):
             h.update(b"d\0" + d.encode() + b"\0" + self._dir_digest(snap, d).encode())
+        value_files = set(src.helm.value_files) if src.helm else set()
         for f in sorted(root.read_files):
-            h.update(b"f\0" + f.encode() + b"\0" + _file_digest(snap.path(f)).encode())
+            in_directory = src.type == "directory" and posixpath.dirname(f) == src.path
+            if f == src.path or f in value_files or in_directory:
+                h.update(b"f\0" + f.encode() + b"\0" + _file_digest(snap.path(f)).encode())
         return h.hexdigest()
 
     def _dir_digest(self, snap: Snapshot, rel: str) -> str:

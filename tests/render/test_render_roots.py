@@ -228,3 +228,19 @@ def test_kustomize_helm_charts_are_never_downloaded(tmp_path: Path, capsys,
     [f] = report["findings"]
     assert "ray-cluster" in f["message"] and "would be downloaded" in f["message"] and code == 3
     assert not log.exists()  # helm never ran
+
+
+@needs_kubectl
+def test_identical_inputs_render_once(tmp_path: Path) -> None:
+    """Two Applications deploying one overlay with the same options: one render per revision."""
+    from app.render.pipeline import RenderOptions
+    from app.render.repo import render_git_range
+
+    repo = make_repo(tmp_path)
+    write(repo, "apps/a.yaml", application("a", "overlays/prod", "ray-prod"))
+    write(repo, "apps/b.yaml", application("b", "overlays/prod", "ray-prod"))
+    base = commit(repo)
+    edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=NEW_TAG))
+    rendered = render_git_range(str(repo), base, commit(repo), None, RenderOptions(), repo_url=REPO_URL)
+    assert sorted(s.name for s in rendered.after) == ["Application a", "Application b"]
+    assert rendered.renders == 2  # base and head, shared by both Applications
