@@ -317,7 +317,7 @@ def test_fuzz_cli_invalid_bytes_in_files_and_git_blobs(tmp_path_factory: pytest.
     bad = data[:at] + junk + data[at:]
     (tmp / "before.yaml").write_text(BEFORE)
     (tmp / "after.yaml").write_bytes(bad)
-    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         code = main(["analyze", str(tmp / "before.yaml"), str(tmp / "after.yaml"), "--format", "json"])
     assert code in (0, 2, 3)
     try:
