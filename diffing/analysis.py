@@ -20,7 +20,16 @@ from .gojson import ABSENT
 from .kuberay import Category, rules_for
 from .live import LiveCluster
 from .loading import Limits
-from .manifests import Duplicate, Manifest, Texts, collect_all, crd_schemas, strip_server_fields
+from .manifests import (
+    Duplicate,
+    Manifest,
+    ObjectKey,
+    Texts,
+    changed_others,
+    collect_all,
+    crd_schemas,
+    strip_server_fields,
+)
 from .paths import Path, format_path, schema_path
 from .policy import Policy, parse_headroom
 from .report import APPROVE, HOLD, IGNORE, SEVERITY_ORDER, Change, Finding, Report, ResourceReport
@@ -29,6 +38,7 @@ from .rollout import (
     decide,
     ignore_differences_entry,
     is_true,
+    lifecycle_rollout,
     mark_appended,
     predict_rollout,
     rcc_of,
@@ -90,10 +100,8 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
         if before is not None:
             schema_errors += transition_errors(engine.schemas, before.obj.get("spec"),
                                                after.obj.get("spec"), spec_sch, ("spec",))
-        gate = policy.feature_gates.get("RayServiceIncrementalUpgrade", rules.incremental_gate_default)
         if not schema_errors:  # the API server rejects first; the operator never sees the object
-            op_problems = validate_rayservice(a_def, incremental_gate=gate,
-                                              feature_gates=policy.feature_gates)
+            op_problems = validate_rayservice(a_def, rules, feature_gates=policy.feature_gates)
 
     # 3. rollout ------------------------------------------------------------------------------
     a_spec = dig(a_def, "spec")
@@ -113,6 +121,7 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
             strategy_note = resolve_strategy(a_spec, policy, rules)[1]
     if after and before is None and (schema_errors or op_problems):
         rollout = "not-applied"
+    rollout = lifecycle_rollout(pair, engine, rollout, b_def, a_def)
 
     # 4. capacity -----------------------------------------------------------------------------
     capacity = estimate_capacity(engine, rollout, b_def, a_def, pair, headroom, live, autoscaling,
@@ -199,8 +208,11 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
     room = parse_headroom(headroom)
     lim = limits or Limits()
     engine = Engine(rules, pol, crd_schemas(crd) if crd else None, before_is_live=before_is_live)
-    befores, _, b_dups = collect_all(before_text, sources[0], lim)
-    afters, apps, a_dups = collect_all(after_text, sources[1], lim)
+    b_others: dict[ObjectKey, Any] = {}
+    a_others: dict[ObjectKey, Any] = {}
+    befores, _, b_dups = collect_all(before_text, sources[0], lim, b_others)
+    afters, apps, a_dups = collect_all(after_text, sources[1], lim, a_others)
+    not_analysed = changed_others(b_others, a_others)
     resources = []
     for key in sorted(set(befores) | set(afters)):
         live_state = (live or {}).get(f"{key[0]}/{key[1]}")
@@ -214,8 +226,8 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
     decision = HOLD if blocked or any(r.decision == HOLD for r in resources) else \
         IGNORE if any(r.decision == IGNORE for r in resources) else APPROVE
     return Report(kuberay_version=rules.version, decision=decision,
-                  summary=summarize(decision, resources, general),
-                  resources=tuple(resources), findings=general)
+                  summary=summarize(decision, resources, general, not_analysed),
+                  resources=tuple(resources), findings=general, not_analysed=not_analysed)
 
 
 def weigh_note(note: Finding, policy: Policy) -> Finding:
@@ -225,16 +237,28 @@ def weigh_note(note: Finding, policy: Policy) -> Finding:
     return note
 
 
-def summarize(decision: str, resources: list[ResourceReport], general: Sequence[Finding] = ()) -> str:
+def not_analysed_text(counts: Mapping[str, int]) -> str:
+    """``1 RayCluster, 2 RayJobs not analysed`` ("" for none)."""
+    if not counts:
+        return ""
+    parts = [f"{n} {kind}{'' if n == 1 else 's'}" for kind, n in counts.items()]
+    return ", ".join(parts) + " not analysed"
+
+
+def summarize(decision: str, resources: list[ResourceReport], general: Sequence[Finding] = (),
+              not_analysed: Mapping[str, int] | None = None) -> str:
     errors = [f for f in general if f.severity == "error"]
     problem = ""
     if general:
         first = errors[0] if errors else general[0]
         more = len(general) - 1
         problem = f"{first.path}: {first.code}" + (f" (+{more} more)" if more else "")
+    skipped = not_analysed_text(not_analysed or {})
     if not resources:
         if problem:
             return f"{decision}: {problem}; no RayService could be compared there"
+        if skipped:  # silence about what was not looked at would read as a verdict on it
+            return f"approve: no RayService in the change; {skipped}"
         return "approve: no RayService in the change"
     held = [r for r in resources if r.decision == HOLD]
     focus = held[0] if held else next((r for r in resources if r.rollout != "none"), resources[0])
@@ -260,6 +284,8 @@ def summarize(decision: str, resources: list[ResourceReport], general: Sequence[
         parts.append(f"+{others} more RayService{'s' if others > 1 else ''}")
     if problem:
         parts.append(problem)
+    if skipped:
+        parts.append(skipped)
     return "; ".join(parts)
 
 

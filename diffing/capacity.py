@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .quantity import Quantity, QuantityError, format_amount
+from .quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, format_amount
 from .values import dig, mapping, seq
 
 MAX_INT32 = 2**31 - 1
@@ -39,24 +39,39 @@ def is_accelerator(name: str, extra: Iterable[str] = ()) -> bool:
             or name in extra)
 
 
-def _amounts(resources: Any) -> Amounts:
+# Per resource name, how many quantities the manifest wrote in the decimal and the binary
+# family ([decimal, binary]): sums are shown in the family the manifest used.
+Families = dict[str, list[int]]
+
+
+def _amounts(resources: Any, families: Families | None = None) -> Amounts:
     out: Amounts = {}
     if not isinstance(resources, Mapping):
         return out
     for name, raw in resources.items():
         try:
-            out[str(name)] = Quantity.parse(raw).value
+            q = Quantity.parse(raw)
         except QuantityError:
             continue
+        out[str(name)] = q.value
+        if families is not None:
+            families.setdefault(str(name), [0, 0])[q.format == BINARY_SI] += 1
     return out
 
 
-def container_resources(container: Any) -> Amounts:
+def container_resources(container: Any, families: Families | None = None) -> Amounts:
     res = dig(container, "resources")
-    requests, limits = _amounts(res.get("requests")), _amounts(res.get("limits"))
+    requests = _amounts(res.get("requests"), families)
+    limits = _amounts(res.get("limits"), families)
     out = dict(limits)
     out.update(requests)
     return out
+
+
+def units_of(families: Families) -> dict[str, str]:
+    """The family each resource is shown in: the one most of its quantities used (binary on a tie)."""
+    return {name: BINARY_SI if binary and binary >= decimal else DECIMAL_SI
+            for name, (decimal, binary) in families.items()}
 
 
 def add(a: Amounts, b: Mapping[str, Fraction], times: int | Fraction = 1) -> Amounts:
@@ -67,14 +82,14 @@ def add(a: Amounts, b: Mapping[str, Fraction], times: int | Fraction = 1) -> Amo
 
 
 def pod_resources(pod_spec: Any, *, sidecar: Amounts | None = None,
-                  injected_init: Amounts | None = None) -> Amounts:
+                  injected_init: Amounts | None = None, families: Families | None = None) -> Amounts:
     spec = mapping(pod_spec)
     total: Amounts = {}
     for c in seq(spec.get("containers")):
-        total = add(total, container_resources(c))
+        total = add(total, container_resources(c, families))
     if sidecar:
         total = add(total, sidecar)
-    inits = [container_resources(c) for c in seq(spec.get("initContainers"))]
+    inits = [container_resources(c, families) for c in seq(spec.get("initContainers"))]
     if injected_init:
         inits.append(injected_init)
     for init in inits:
@@ -117,6 +132,7 @@ def clamp(replicas: int | None, lo: int, hi: int) -> int:
 class ClusterShape:
     head: Mapping[str, Fraction]
     groups: tuple[GroupSize, ...]
+    units: Mapping[str, str] = field(default_factory=dict)  # resource -> quantity family written
 
     def total(self, replicas: Mapping[str, int] | None = None) -> Amounts:
         out = dict(self.head)
@@ -132,12 +148,13 @@ class ClusterShape:
 def cluster_shape(rcc: Any, *, init_injection: bool = True) -> ClusterShape:
     """Head and worker-group sizes of a (defaulted) ``rayClusterConfig``."""
     rcc = mapping(rcc)
+    families: Families = {}
     head_spec = dig(rcc, "headGroupSpec", "template", "spec")
     sidecar = None
     if rcc.get("enableInTreeAutoscaling") is True:
         custom = dig(rcc, "autoscalerOptions").get("resources")
-        sidecar = container_resources({"resources": custom}) if custom else dict(AUTOSCALER_SIDECAR)
-    head = pod_resources(head_spec, sidecar=sidecar)
+        sidecar = container_resources({"resources": custom}, families) if custom else dict(AUTOSCALER_SIDECAR)
+    head = pod_resources(head_spec, sidecar=sidecar, families=families)
     groups = []
     for i, g in enumerate(seq(rcc.get("workerGroupSpecs"))):
         if not isinstance(g, Mapping):
@@ -151,10 +168,11 @@ def cluster_shape(rcc: Any, *, init_injection: bool = True) -> ClusterShape:
             name=str(g.get("groupName", f"#{i}")),
             replicas=clamp(reps if isinstance(reps, int) and not isinstance(reps, bool) else None, lo, hi),
             hosts=hosts, min_replicas=lo, max_replicas=hi,
-            per_pod=pod_resources(spec, injected_init=WAIT_GCS_INIT if init_injection else None),
+            per_pod=pod_resources(spec, injected_init=WAIT_GCS_INIT if init_injection else None,
+                                  families=families),
             suspended=g.get("suspend") is True,
         ))
-    return ClusterShape(head, tuple(groups))
+    return ClusterShape(head, tuple(groups), units_of(families))
 
 
 def surge_replicas(group: GroupSize, full: int, surge_percent: int) -> int:
@@ -169,10 +187,13 @@ def surge_replicas(group: GroupSize, full: int, surge_percent: int) -> int:
 
 
 def render_amounts(amounts: Mapping[str, Fraction], accelerators: Iterable[str] = (), *,
-                   keep_zero: bool = False) -> dict[str, Any]:
+                   keep_zero: bool = False, units: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Accelerators as integers first, then cpu, memory and the rest as quantity strings.
 
-    Zero amounts are dropped unless ``keep_zero`` (a measured headroom of 0 is information).
+    Quantities are exact canonical strings in the family ``units`` names for the resource
+    (the one the manifest used: ``20G`` stays ``20G`` rather than ``19531250Ki``); without
+    one, memory-like resources use the binary family. Zero amounts are dropped unless
+    ``keep_zero`` (a measured headroom of 0 is information).
     """
     extra = tuple(accelerators)
     out: dict[str, Any] = {}
@@ -184,9 +205,14 @@ def render_amounts(amounts: Mapping[str, Fraction], accelerators: Iterable[str] 
         if is_accelerator(k, extra):
             out[k] = math.ceil(v)
         else:
-            out[k] = format_amount(v, binary=k in ("memory", "ephemeral-storage") or
-                                   k.startswith("hugepages-"))
+            family = (units or {}).get(k)
+            binary = family == BINARY_SI if family else is_bytes(k)
+            out[k] = format_amount(v, binary=binary)
     return out
+
+
+def is_bytes(name: str) -> bool:
+    return name in ("memory", "ephemeral-storage") or name.startswith("hugepages-")
 
 
 def positive(amounts: Mapping[str, Fraction]) -> Amounts:
@@ -194,17 +220,29 @@ def positive(amounts: Mapping[str, Fraction]) -> Amounts:
 
 
 
+_BINARY_UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+_DECIMAL_UNITS = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
+
+
 def human(name: str, value: Any) -> str:
-    """``11500m`` CPU as ``11.5``, ``45568Mi`` memory as ``44.5Gi``: the JSON keeps exact quantities."""
-    if isinstance(value, int) or name not in ("cpu", "memory"):
+    """A quantity for people, in the family it is written in; the JSON keeps exact quantities.
+
+    ``11500m`` CPU reads ``11.5``; ``45568Mi`` memory ``44.5Gi``; ``20G`` stays ``20G`` and
+    ``1536870912`` bytes (``1G`` + ``512Mi``) reads ``1.5G``: one decimal below 100 units,
+    whole units above.
+    """
+    if isinstance(value, int) or not (name == "cpu" or is_bytes(name)):
         return str(value)
     try:
-        amount = Quantity.parse(value).value
+        q = Quantity.parse(value)
     except QuantityError:
         return str(value)
+    amount = q.value
     if name == "cpu":
         return f"{float(amount):.3f}".rstrip("0").rstrip(".")
-    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
-        if amount >= size:
-            return f"{float(amount) / size:.1f}".rstrip("0").rstrip(".") + unit
+    for unit, size in (_BINARY_UNITS if q.format == BINARY_SI else _DECIMAL_UNITS):
+        if abs(amount) >= size:
+            x = float(amount) / size
+            text = f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}".rstrip("0").rstrip(".")
+            return text + unit
     return str(value)

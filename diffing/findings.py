@@ -16,7 +16,11 @@ from . import serve
 from .gojson import ABSENT
 from .kuberay import Category
 from .paths import Key, Path, format_path
+from .pods import pod_problems
 from .report import Capacity, Change, Finding
+from .rollout import BOUNDS
+from .sizing import eligible_nodes, ray_nodes
+from .validation import check_rayservice, external_manager
 from .values import dig, mapping, seq
 
 if TYPE_CHECKING:
@@ -129,9 +133,82 @@ def _replicas(ctx: Context) -> Iterator[Finding]:
 
 
 @check
+def _managed_by(ctx: Context) -> Iterator[Finding]:
+    """``managedBy`` another controller: KubeRay skips the object (rayservice_controller.go:121-124)."""
+    after = external_manager(ctx.a_def) if ctx.after is not None else None
+    before = external_manager(ctx.b_def) if ctx.before is not None else None
+    if after is not None:
+        left = ("; the RayClusters KubeRay runs for it now stay as they are, no longer updated or cleaned "
+                "up by KubeRay" if ctx.before is not None and before is None else "")
+        yield ctx.finding("warning", "managed-by-other-controller", ("spec", "managedBy"),
+                          f"spec.managedBy is {after}: this KubeRay operator does not reconcile the "
+                          f"RayService at all (no validation, no RayCluster, no extra capacity here); "
+                          f"{after} carries out its changes{left}")
+    elif before is not None:
+        yield ctx.finding("info", "managed-by-other-controller", ("spec", "managedBy"),
+                          f"spec.managedBy was {before}" + (
+                              ": KubeRay takes the RayService over and builds its first RayCluster"
+                              if ctx.after is not None else ": KubeRay had nothing running for it here"))
+
+
+@check
+def _created_suspended(ctx: Context) -> Iterator[Finding]:
+    if ctx.rollout == "create" and ctx.engine.rules.has_rayservice_suspend and \
+            dig(ctx.a_def, "spec").get("suspend") is True:
+        yield ctx.finding("info", "created-suspended", ("spec", "suspend"),
+                          "created with spec.suspend: true: KubeRay builds no RayCluster (no capacity now); "
+                          "turning it false later builds one at full size")
+
+
+@check
+def _pods_rejected(ctx: Context) -> Iterator[Finding]:
+    """Templates whose pods the API server rejects (Pod validation, see :mod:`diffing.pods`)."""
+    if ctx.a_def is None:
+        return
+    problems = pod_problems(dig(ctx.a_def, "spec", "rayClusterConfig"), RCC)
+    if not problems:
+        return
+    known = set()
+    if ctx.b_def is not None:
+        known = {(p.rule, p.path) for p in pod_problems(dig(ctx.b_def, "spec", "rayClusterConfig"), RCC)}
+    if ctx.rollout in ("new-cluster", "incremental"):
+        effect = "the new RayCluster never becomes ready, so the rollout never finishes"
+    elif ctx.rollout in ("create", "resume"):
+        effect = "the RayService never serves"
+    else:
+        effect = "every pod created from it later (a scale-up, the next recreation) fails"
+    for p in problems:
+        new = (p.rule, p.path) not in known
+        yield ctx.finding("error" if new else "warning", "pod-rejected", p.path,
+                          f"the API server rejects the pods KubeRay builds from this template: {p.message} "
+                          f"(Kubernetes {p.rule.split('/')[0]}); they are never created and {effect}"
+                          + ("" if new else "; the running manifest has the same problem"))
+
+
+@check
+def _serve_placement(ctx: Context) -> Iterator[Finding]:
+    """A deployment whose replicas ``max_replicas_per_node`` and the node count can never place."""
+    needs = [n for n in serve.replica_needs(ctx.a_serve) if n.per_node is not None]
+    if not needs or ctx.a_def is None:
+        return
+    nodes = ray_nodes(dig(ctx.a_def, "spec", "rayClusterConfig"), ctx.autoscaling)
+    where = "at maxReplicas" if ctx.autoscaling else "at the fixed replicas (autoscaling is off)"
+    for need in needs:
+        eligible = eligible_nodes(nodes, need.cpus, need.gpus)
+        assert need.per_node is not None
+        if eligible is not None and need.replicas > need.per_node * eligible:
+            yield ctx.finding("warning", "serve-replicas-unplaceable", need.path,
+                              f"{need.path[-1]!s} asks for up to {need.replicas} replicas but "
+                              f"max_replicas_per_node {need.per_node} on the {eligible} Ray node(s) that "
+                              f"can hold one {where} places at most {need.per_node * eligible}: "
+                              "the rest stay pending")
+
+
+@check
 def _autoscaler_owned(ctx: Context) -> Iterator[Finding]:
     owned = ctx.changed(Category.AUTOSCALER_OWNED)
-    if not owned or ctx.rollout in ("new-cluster", "incremental", "cluster-in-place", "create", "resume"):
+    if not owned or ctx.rollout in ("new-cluster", "incremental", "cluster-in-place", "create", "resume") \
+            or external_manager(ctx.a_def) is not None:
         return
     fields = sorted({format_path(c.path) for c in owned})
     yield ctx.finding(
@@ -154,11 +231,13 @@ def _append_resets(ctx: Context) -> Iterator[Finding]:
 @check
 def _ignored_alongside(ctx: Context) -> Iterator[Finding]:
     """A change that will not take effect although something else rolls out."""
-    if ctx.rollout not in ("serve-in-place", "none"):
+    if ctx.rollout not in ("serve-in-place", "none") or external_manager(ctx.a_def) is not None:
         return  # a recreation or in-place update carries these fields along
     ignored = ctx.changed(Category.OPERATOR_IGNORED)
-    if ctx.rollout == "serve-in-place" and not ctx.autoscaling:
-        ignored += ctx.changed(Category.AUTOSCALER_OWNED)
+    if ctx.rollout == "serve-in-place":
+        # minReplicas/maxReplicas never reach the running cluster, autoscaling or not.
+        ignored += [c for c in ctx.changed(Category.AUTOSCALER_OWNED)
+                    if not ctx.autoscaling or c.path[-1] in BOUNDS]
     for c in ignored:
         yield ctx.finding("warning", "not-applied", c.path,
                           f"{format_path(c.path)} will not take effect now: KubeRay leaves it out of "
@@ -168,10 +247,13 @@ def _ignored_alongside(ctx: Context) -> Iterator[Finding]:
 
 @check
 def _cluster_upgrade_strategy(ctx: Context) -> Iterator[Finding]:
-    if dig(ctx.a_def, "spec", "rayClusterConfig").get("upgradeStrategy") is not None:
-        yield ctx.finding("error", "cluster-upgrade-strategy-set", RCC + ("upgradeStrategy",),
-                          "rayClusterConfig.upgradeStrategy must not be set for a RayService: every "
-                          "RayCluster built from it fails validation and gets no pods")
+    """Rules the RayCluster controller enforces on the cluster built from the RayService."""
+    if ctx.a_def is None:
+        return
+    rules = ctx.engine.rules
+    for v in check_rayservice(ctx.a_def, rules.minor, rules.gates(ctx.engine.policy.feature_gates),
+                              scope="raycluster"):
+        yield ctx.finding("error", v.code, v.path, v.message)
 
 
 @check

@@ -10,6 +10,7 @@ noted, ``ray-operator/controllers/ray/``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -94,6 +95,25 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# The operator's own controller name: any other spec.managedBy value hands the object to
+# another controller (utils/constant.go:368 KubeRayController; utils/util.go:744
+# ManagedByExternalController). RayService.spec.managedBy exists since v1.6.0.
+KUBERAY_CONTROLLER = "ray.io/kuberay-operator"
+
+# Feature-gate defaults per minor version (pkg/features/features.go:105-117 in v1.7.0;
+# v1.6.2 features.go). A gate the version does not know is absent.
+GATE_DEFAULTS: dict[tuple[int, int], dict[str, bool]] = {
+    (1, 6): {"RayClusterStatusConditions": True, "RayJobDeletionPolicy": True,
+             "RayMultiHostIndexing": True, "RayServiceIncrementalUpgrade": False,
+             "RayCronJob": False, "AsyncJobInfoQuery": False},
+    (1, 7): {"RayClusterStatusConditions": True, "RayJobDeletionPolicy": True,
+             "RayMultiHostIndexing": True, "RayServiceIncrementalUpgrade": True,
+             "RayCronJob": False, "SidecarSubmitterRestart": False, "RayClusterNetworkPolicy": False,
+             "GCSFaultToleranceEmbeddedStorage": False, "RayClusterMTLS": False,
+             "RayClusterHistoryServer": False, "KubernetesWAS": False},
+}
+
+
 @dataclass(frozen=True, slots=True)
 class VersionRules:
     """The rules and operator defaults of one KubeRay minor version."""
@@ -104,6 +124,12 @@ class VersionRules:
     incremental_gate_default: bool
     has_rayservice_suspend: bool
     cluster_suspend_in_place: bool
+
+    def gates(self, overrides: Mapping[str, bool] | None = None) -> dict[str, bool]:
+        """The operator's feature gates: this version's defaults, then the policy's settings."""
+        out = dict(GATE_DEFAULTS.get(self.minor, {}))
+        out.update(overrides or {})
+        return out
 
     def category_of(self, schema_path: tuple[str, ...]) -> Rule:
         for rule in self.rules:

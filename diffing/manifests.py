@@ -92,9 +92,22 @@ def is_rayservice(value: Any) -> bool:
             and str(value.get("apiVersion", "")).startswith("ray.io/"))
 
 
-def collect(text: str, source: str, limits: Limits, *, lines: bool = True, namespace: str | None = None
-            ) -> tuple[dict[tuple[str, str], Manifest], list[Any]]:
-    """RayServices of a text by (namespace, name), plus any Argo CD Applications in it."""
+ObjectKey = tuple[str, str, str]  # (kind, namespace, name) of an object that is not a RayService
+
+
+def _other_key(value: Any, namespace: str | None) -> ObjectKey | None:
+    if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
+        return None
+    raw = value.get("metadata")
+    meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    return (value["kind"], str(meta.get("namespace") or namespace or "default"), str(meta.get("name") or ""))
+
+
+def collect(text: str, source: str, limits: Limits, *, lines: bool = True, namespace: str | None = None,
+            others: dict[ObjectKey, Any] | None = None) -> tuple[dict[tuple[str, str], Manifest], list[Any]]:
+    """RayServices of a text by (namespace, name), plus any Argo CD Applications in it. Every
+    other object goes into ``others`` (when given), so a change to them can be named as not
+    analysed rather than passed over in silence."""
     found: dict[tuple[str, str], Manifest] = {}
     apps: list[Any] = []
     for doc in load_documents(text, source=source, limits=limits):
@@ -107,6 +120,8 @@ def collect(text: str, source: str, limits: Limits, *, lines: bool = True, names
                     value.get("apiVersion", "")).startswith("argoproj.io/"):
                 apps.append(value)
             if not is_rayservice(value):
+                if others is not None and (key := _other_key(value, namespace)) is not None:
+                    others[key] = value
                 continue
             meta = value.get("metadata")
             if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
@@ -135,7 +150,7 @@ class Duplicate:
     dropped: str
 
 
-def collect_all(texts: Texts, source: str, limits: Limits
+def collect_all(texts: Texts, source: str, limits: Limits, others: dict[ObjectKey, Any] | None = None
                 ) -> tuple[dict[tuple[str, str], Manifest], list[Any], list[Duplicate]]:
     """RayServices across every text, the Applications among them, and cross-source duplicates.
 
@@ -149,7 +164,7 @@ def collect_all(texts: Texts, source: str, limits: Limits
     duplicates: list[Duplicate] = []
     for src in pairs:
         more, more_apps = collect(src.text or "", src.name, limits, lines=src.lines,
-                                  namespace=src.namespace)
+                                  namespace=src.namespace, others=others)
         for key, m in more.items():
             if key in found:
                 if found[key].source == src.name:
@@ -161,6 +176,18 @@ def collect_all(texts: Texts, source: str, limits: Limits
             found[key] = m
         apps.extend(more_apps)
     return found, apps, duplicates
+
+
+def changed_others(before: dict[ObjectKey, Any], after: dict[ObjectKey, Any]) -> dict[str, int]:
+    """How many objects of each other kind were added, removed or changed (``{"RayCluster": 1}``).
+    Argo CD's own objects (Applications, ApplicationSets) are the deployment's plumbing: left out."""
+    counts: dict[str, int] = {}
+    for key in before.keys() | after.keys():
+        if key[0] in ("Application", "ApplicationSet", "AppProject"):
+            continue
+        if before.get(key) != after.get(key):
+            counts[key[0]] = counts.get(key[0], 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def rayservice_objects(texts: Texts, source: str = "after") -> dict[str, dict[str, Any]]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from .capacity import is_accelerator
 from .errors import PolicyError
 from .quantity import Quantity, QuantityError
 
@@ -63,10 +65,7 @@ class Policy:
         if not isinstance(raw, Mapping):
             raise PolicyError("must be a mapping of resource name to amount", key="thresholds")
         for name, amount in raw.items():
-            try:
-                thresholds[str(name)] = Quantity.parse(amount).value
-            except QuantityError:
-                raise PolicyError(f"{amount!r} is not an amount", key=f"thresholds.{name}") from None
+            thresholds[str(name)] = amount_of(name, amount, "thresholds")
         operator = data.get("operator") or {}
         if not isinstance(operator, Mapping) or set(operator) - {"featureGates", "env"}:
             raise PolicyError("must be a mapping with featureGates and/or env", key="operator")
@@ -90,16 +89,57 @@ class Policy:
                    tuple(accel), hold_errors, render_failure)
 
 
-def parse_headroom(data: Mapping[str, Any] | None) -> dict[str, Fraction] | None:
-    """``{"nvidia.com/gpu": 8, "cpu": "16"}`` -> exact amounts; ``None`` = unknown."""
+# No cluster has an exa of anything: a larger amount is a typo, not headroom.
+MAX_AMOUNT = Fraction(10**18)
+_EXPONENT = re.compile(r"[eE][+-]?([0-9]+)\s*$")
+
+
+def amount_of(name: Any, raw: Any, what: str) -> Fraction:
+    """An amount a caller gives for resource ``name`` (headroom, threshold), checked.
+
+    Negative, non-numeric or absurd values (more than 10^18, a fraction of an accelerator)
+    are a :class:`PolicyError` naming the value, so the CLI exits 2 and the API answers 422.
+    """
+    key = f"{what}.{name}"
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise PolicyError(f"{raw!r} is not an amount", key=key)
+    exponent = _EXPONENT.search(raw) if isinstance(raw, str) else None
+    if exponent and len(exponent.group(1)) > 3:
+        raise PolicyError(f"{raw!r} is not a plausible amount", key=key)
+    try:
+        value = Quantity.parse(raw).value
+    except QuantityError as exc:
+        why = str(exc)
+        if why.endswith("is not a quantity"):
+            why = f"{raw!r} is not an amount"
+        raise PolicyError(why, key=key) from None
+    if value < 0:
+        raise PolicyError(f"{raw!r} is negative; an amount of free capacity is 0 or more", key=key)
+    if value > MAX_AMOUNT:
+        raise PolicyError(f"{raw!r} is not a plausible amount (more than 10^18)", key=key)
+    if is_accelerator(str(name)) and value.denominator != 1:
+        raise PolicyError(f"{raw!r} is not a whole number; {name} is counted in whole devices", key=key)
+    return value
+
+
+def parse_headroom(data: Mapping[str, Any] | None, *, measured: bool = False) -> dict[str, Fraction] | None:
+    """``{"nvidia.com/gpu": 8, "cpu": "16"}`` -> exact amounts; ``None`` = unknown.
+
+    A caller's headroom must be valid amounts (:func:`amount_of`). A ``measured`` one (the
+    live basis) is taken as it comes: a negative measurement (an over-committed node) is 0
+    and an unreadable one is skipped.
+    """
     if data is None:
         return None
     if not isinstance(data, Mapping):
         raise PolicyError("headroom must map resource names to amounts")
-    out = {}
+    out: dict[str, Fraction] = {}
     for name, amount in data.items():
+        if not measured:
+            out[str(name)] = amount_of(name, amount, "headroom")
+            continue
         try:
-            out[str(name)] = Quantity.parse(amount).value
+            out[str(name)] = max(Quantity.parse(amount).value, Fraction(0))
         except QuantityError:
-            raise PolicyError(f"{amount!r} is not an amount", key=f"headroom.{name}") from None
+            continue
     return out

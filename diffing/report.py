@@ -99,6 +99,7 @@ class Report:
     summary: str
     resources: tuple[ResourceReport, ...] = field(default_factory=tuple)
     findings: tuple[Finding, ...] = ()  # about the change as a whole, e.g. a root that failed to render
+    not_analysed: dict[str, int] = field(default_factory=dict)  # other kinds that changed, by kind
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +108,7 @@ class Report:
             "decision": self.decision,
             "summary": self.summary,
             "findings": [f.to_dict() for f in self.findings],
+            "notAnalysed": dict(self.not_analysed),
             "resources": [r.to_dict() for r in self.resources],
         }
 

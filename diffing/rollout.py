@@ -16,6 +16,7 @@ from .manifests import Manifest
 from .paths import Key, Path, format_path
 from .policy import Policy, parse_headroom
 from .report import APPROVE, HOLD, IGNORE, Capacity, Change, Finding
+from .validation import external_manager
 from .values import dig
 
 
@@ -71,11 +72,43 @@ def mark_appended(change: Change, n: int) -> Change:
     return change
 
 
+BOUNDS = ("minReplicas", "maxReplicas")
+
+
+def bound_changes(changes: list[Change]) -> list[Change]:
+    """minReplicas/maxReplicas edits of existing worker groups."""
+    return [c for c in changes if c.category == Category.AUTOSCALER_OWNED.value and c.path[-1] in BOUNDS]
+
+
 def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spec: Mapping[str, Any],
                     full_equal: bool, partial_equal: bool, autoscaling: bool,
                     schema_errors: list[tuple[Path, str]], op_problems: list[tuple[str, Path, str]]) -> str:
-    """The rollout of an update (CONTRACT rules 2-7, first match wins), its reasons appended."""
+    """The rollout of an update (CONTRACT rules 2-7, first match wins), its reasons appended.
+
+    The order is the API server's, then ``Reconcile``'s (rayservice_controller.go:112-199):
+    schema rejection, ``managedBy`` another controller, the operator's validation, suspend,
+    then the cluster hash and the upgrade strategy.
+    """
     rules, policy, real = engine.rules, engine.policy, pair.real
+    if schema_errors:
+        path, msg = schema_errors[0]
+        pair.reasons.append(f"the API server rejects the new manifest ({format_path(path)} {msg}); "
+                            "nothing is applied")
+        pair.why_not_applied = f"the API server rejects it at {format_path(path)}"
+        return "not-applied"
+    manager = external_manager({"spec": a_spec})
+    if manager is not None:
+        handed_over = external_manager({"spec": b_spec}) is None
+        pair.reasons.append(f"spec.managedBy is {manager}: this KubeRay operator skips the RayService "
+                            "entirely (no validation, no RayCluster, no Service)" +
+                            ("; the RayClusters it runs now are left as they are" if handed_over else ""))
+        return "none"
+    if op_problems:
+        _, path, msg = op_problems[0]
+        pair.reasons.append(f"KubeRay's validation fails ({format_path(path)}: {msg}): the operator marks "
+                            "the RayService ValidationFailed and does nothing")
+        pair.why_not_applied = f"KubeRay's validation rejects {format_path(path)}"
+        return "not-applied"
     if rules.has_rayservice_suspend:
         was, now = is_true(b_spec.get("suspend")), is_true(a_spec.get("suspend"))
         if now and not was:
@@ -89,18 +122,10 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
             pair.reasons.append("the RayService stays suspended: nothing is applied until it resumes")
             pair.why_not_applied = "the RayService stays suspended"
             return "not-applied"
-    if schema_errors:
-        path, msg = schema_errors[0]
-        pair.reasons.append(f"the API server rejects the new manifest ({format_path(path)} {msg}); "
-                            "nothing is applied")
-        pair.why_not_applied = f"the API server rejects it at {format_path(path)}"
-        return "not-applied"
-    if op_problems:
-        _, path, msg = op_problems[0]
-        pair.reasons.append(f"KubeRay's validation fails ({format_path(path)}: {msg}): the operator marks "
-                            "the RayService ValidationFailed and does nothing")
-        pair.why_not_applied = f"KubeRay's validation rejects {format_path(path)}"
-        return "not-applied"
+    if external_manager({"spec": b_spec}) is not None:
+        pair.reasons.append("spec.managedBy no longer names another controller: this operator takes the "
+                            "RayService over and builds its first RayCluster at full size")
+        return "new-cluster"
     if not full_equal:
         if partial_equal:
             pair.reasons.append("only worker groups were appended: KubeRay updates the running "
@@ -129,12 +154,22 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
                             "cluster and Ray Serve applies it in place")
         return "serve-in-place"
     if Category.AUTOSCALER_OWNED in real:
+        bounds = bound_changes(pair.changes)
+        if bounds:
+            fields = sorted({str(c.path[-1]) for c in bounds})
+            pair.reasons.append(
+                f"{' and '.join(fields)} changed: KubeRay mutes them in its comparison and never copies "
+                "them to the running RayCluster, with or without autoscaling (the autoscaler reads the "
+                "bounds from the RayCluster); they take effect only at the next new-cluster rollout or "
+                "when a worker group is appended (kuberay#2331, #4568)")
+            pair.why_not_applied = f"{' and '.join(fields)} never reach the running RayCluster"
+            return "not-applied"
         if autoscaling:
-            pair.reasons.append("only autoscaler-owned fields changed and in-tree autoscaling is on: "
+            pair.reasons.append("only replicas/workersToDelete changed and in-tree autoscaling is on: "
                                 "KubeRay does nothing and the autoscaler keeps sizing the cluster")
             return "none"
-        pair.reasons.append("only replicas/minReplicas/maxReplicas/workersToDelete changed: KubeRay "
-                            "never propagates them to the running RayCluster on their own")
+        pair.reasons.append("only replicas/workersToDelete changed: KubeRay never propagates them to the "
+                            "running RayCluster on their own")
         pair.why_not_applied = "replica fields alone never reach the running RayCluster"
         return "not-applied"
     if Category.OPERATOR_IGNORED in real:
@@ -149,6 +184,28 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
     else:
         pair.reasons.append("no change to this RayService")
     return "none"
+
+
+def lifecycle_rollout(pair: Pair, engine: Engine, rollout: str, b_def: Mapping[str, Any] | None,
+                      a_def: Mapping[str, Any] | None) -> str:
+    """The rollout of a created or deleted RayService that the operator leaves alone.
+
+    ``managedBy`` another controller: nothing happens in this cluster, created or deleted
+    (``none``). Created with ``spec.suspend: true`` (v1.7): ``handleSuspend`` moves it straight
+    to Suspended and no RayCluster is built; the rollout stays ``create`` with no capacity.
+    """
+    if rollout not in ("create", "delete"):
+        return rollout
+    manager = external_manager(a_def if rollout == "create" else b_def)
+    if manager is not None:
+        pair.reasons[:] = [f"spec.managedBy is {manager}: this KubeRay operator never reconciles the "
+                           "RayService; it builds and deletes nothing in this cluster"]
+        return "none"
+    if rollout == "create" and engine.rules.has_rayservice_suspend and is_true(
+            dig(a_def, "spec").get("suspend")):
+        pair.reasons[:] = ["the RayService is created with spec.suspend: true: KubeRay builds no "
+                           "RayCluster until spec.suspend turns false (then one at full size)"]
+    return rollout
 
 
 def decide(pair: Pair, engine: Engine, rollout: str, capacity: Capacity,
@@ -176,7 +233,8 @@ def decide(pair: Pair, engine: Engine, rollout: str, capacity: Capacity,
         hold.extend(capacity_holds)
         if capacity_holds and not headline:
             headline = ("no headroom is known" if known is None else
-                        f"the known headroom ({_render(known, policy) or 'none'}) does not cover it")
+                        f"the known headroom ({_render(known, policy, capacity.extra) or 'none'}) does "
+                        "not cover it")
     if live is not None and live.upgrade_in_progress and rollout in ("new-cluster", "incremental"):
         pair.reasons.append(f"an upgrade is already in flight (pending RayCluster {live.pending_cluster}): "
                             "this change supersedes it and the superseded cluster runs until its "
@@ -195,13 +253,25 @@ def known_headroom(headroom: Mapping[str, Fraction] | None, live: LiveCluster | 
                    ) -> Mapping[str, Fraction] | None:
     """The live basis's headroom for this RayService wins over the caller's global one."""
     if live is not None and live.headroom is not None:
-        return parse_headroom(live.headroom)
+        return parse_headroom(live.headroom, measured=True)
     return headroom
 
 
-def _render(amounts: Mapping[str, Fraction], policy: Policy) -> str:
-    return ", ".join(f"{k}: {v}" for k, v in cap.render_amounts(amounts, policy.accelerators,
-                                                                   keep_zero=True).items())
+def _render(amounts: Mapping[str, Fraction], policy: Policy, like: Mapping[str, Any]) -> str:
+    """``amounts`` for people, each in the unit family of the same resource in ``like``."""
+    return ", ".join(f"{k}: {cap.human(k, v)}" for k, v in cap.render_amounts(
+        amounts, policy.accelerators, keep_zero=True, units=_families(like)).items())
+
+
+def _families(rendered: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for name, raw in rendered.items():
+        if isinstance(raw, str):
+            try:
+                out[name] = cap.Quantity.parse(raw).format
+            except cap.QuantityError:
+                continue
+    return out
 
 
 def _capacity_holds(engine: Engine, capacity: Capacity, known: Mapping[str, Fraction] | None) -> list[str]:
@@ -219,9 +289,12 @@ def _capacity_holds(engine: Engine, capacity: Capacity, known: Mapping[str, Frac
         free = (known or {}).get(name, Fraction(0))
         limit = free + policy.thresholds.get(name, Fraction(0))
         if amount > limit:
-            where = (f"the known headroom covers {cap.render_amounts({name: free}, keep_zero=True)[name]}"
+            covered = cap.render_amounts({name: free}, policy.accelerators, keep_zero=True,
+                                         units=_families({name: raw})).get(name, 0)
+            where = (f"the known headroom covers {cap.human(name, covered)}"
                      if known is not None else "no headroom is known")
-            out.append(f"the rollout needs {raw} extra {name} while the old cluster still runs; {where}"
+            out.append(f"the rollout needs {cap.human(name, raw)} extra {name} while the old cluster still "
+                       f"runs; {where}"
                        " (without room the new pods stay Pending and the rollout never finishes)")
     return out
 

@@ -170,9 +170,15 @@ def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (
     """Schema violations the API server would reject, as ``(path, message)`` pairs.
 
     Covers the structural subset a CRD uses: types (int-or-string included), ``required``,
-    ``enum``, ``minimum``/``maximum``, string lengths, ``pattern``, integer formats, and the
+    ``enum``, ``minimum``/``maximum``, string lengths, ``pattern``, integer formats, unique
+    keys of ``x-kubernetes-list-type: map`` lists and unique items of ``set`` lists, and the
     stateless CEL rule of the RayService CRD (``managedBy`` values). Unknown fields are not
     errors (the server prunes them); their paths are appended to ``unknown`` when given.
+
+    ``value`` may be the manifest as written: the check sees it as the API server does, after
+    pruning nulls and applying defaults (a required field with a default is never missing; a
+    list-map key falls back to its default), which is equivalent to validating the defaulted
+    object and cheaper than building it.
     """
     if errors is None:
         errors = []
@@ -212,7 +218,7 @@ def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (
                 errors.append((path, rule.get("message") or f"must be one of {allowed}"))
     if isinstance(value, dict):
         for req in node.get("required", ()):
-            if req not in value or value[req] is None:
+            if _missing(schemas, node, value, req):
                 errors.append((path + (req,), "required field is missing"))
         for key, item in value.items():
             child = schemas.child(node, key)
@@ -225,7 +231,68 @@ def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (
         if items is not None:
             for i, item in enumerate(value):
                 validate(schemas, item, items, path + (i,), errors, limit, unknown)
+        list_type = node.get("x-kubernetes-list-type")
+        if list_type == "map" and items is not None:
+            _unique_keys(schemas, value, items, node.get("x-kubernetes-list-map-keys") or (), path, errors)
+        elif list_type == "set":
+            _unique_items(value, path, errors)
     return errors
+
+
+def _missing(schemas: SchemaSet, node: Schema, value: dict[str, Any], field: str) -> bool:
+    """A required field the API server finds missing: absent or a pruned null, and no default.
+
+    The server prunes ``null`` from non-nullable fields and applies CRD defaults before it
+    validates (structural schema defaulting), so ``minReplicas: null`` or no ``minReplicas``
+    at all is the default ``0``, not a missing field.
+    """
+    child = schemas.child(node, field)
+    if field in value and (value[field] is not None or (child or {}).get("nullable")):
+        return False
+    return child is None or "default" not in child
+
+
+def _key_of(schemas: SchemaSet, item: Any, items: Schema, keys: Any) -> tuple[Any, ...] | None:
+    """The list-map key of ``item`` after defaulting (``protocol`` defaults to TCP)."""
+    if not isinstance(item, dict):
+        return None
+    out = []
+    for k in keys:
+        v = item.get(k)
+        if v is None:
+            child = schemas.child(items, k)
+            v = (child or {}).get("default")
+            if v is None:
+                return None  # reported as a missing required field
+        out.append(v)
+    return tuple(out)
+
+
+def _unique_keys(schemas: SchemaSet, value: list[Any], items: Schema, keys: Any, path: Path,
+                 errors: list[tuple[Path, str]]) -> None:
+    """``x-kubernetes-list-type: map``: no two items with the same key (after defaulting)."""
+    seen: dict[tuple[Any, ...], int] = {}
+    for i, item in enumerate(value):
+        key = _key_of(schemas, item, items, keys)
+        if key is None:
+            continue
+        hashable = tuple(json.dumps(k, sort_keys=True) for k in key)
+        if hashable in seen:
+            shown = ", ".join(f"{k}={v}" for k, v in zip(keys, key, strict=True))
+            errors.append((path + (i,), f"duplicate entry ({shown}; also item {seen[hashable]}): the list "
+                                        f"is keyed by {', '.join(keys)}"))
+        else:
+            seen[hashable] = i
+
+
+def _unique_items(value: list[Any], path: Path, errors: list[tuple[Path, str]]) -> None:
+    """``x-kubernetes-list-type: set``: no item twice."""
+    seen: set[str] = set()
+    for i, item in enumerate(value):
+        text = json.dumps(item, sort_keys=True, default=str)
+        if text in seen:
+            errors.append((path + (i,), f"duplicate value {_short(item)} in a set-type list"))
+        seen.add(text)
 
 
 def transition_errors(schemas: SchemaSet, before: Any, after: Any, node: Schema | None,

@@ -185,3 +185,42 @@ def _replica_ceiling(dep: dict[str, Any]) -> int:
         return int(ceiling) if isinstance(ceiling, (int, float)) else 1
     return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else 1
 
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaNeed:
+    """What one deployment asks of the cluster at its replica ceiling."""
+
+    path: Path  # spec.serveConfigV2.applications[name=…].deployments[name=…]
+    replicas: int
+    per_node: int | None  # max_replicas_per_node
+    cpus: float  # per replica (Serve reserves one CPU unless ray_actor_options says otherwise)
+    gpus: float
+
+
+def replica_needs(config: ServeConfig) -> list[ReplicaNeed]:
+    """Per deployment: the most replicas Serve may run, their per-node cap and their resources."""
+    if not config.ok or not isinstance(config.value, dict):
+        return []
+    out = []
+    for app in config.value.get("applications") or []:
+        if not isinstance(app, dict) or not isinstance(app.get("deployments"), list):
+            continue
+        for dep in app["deployments"]:
+            if not isinstance(dep, dict):
+                continue
+            raw = dep.get("ray_actor_options")
+            opts: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            per_node = dep.get("max_replicas_per_node")
+            out.append(ReplicaNeed(
+                SERVE_PATH + ("applications", Key("name", str(app.get("name", ""))), "deployments",
+                              Key("name", str(dep.get("name", "")))),
+                _replica_ceiling(dep),
+                per_node if isinstance(per_node, int) and not isinstance(per_node, bool) and per_node > 0
+                else None,
+                _number(opts.get("num_cpus"), 1.0), _number(opts.get("num_gpus"), 0.0)))
+    return out
+
+
+def _number(value: Any, default: float) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default

@@ -12,6 +12,7 @@ from .engine import Engine
 from .live import LiveCluster
 from .report import Capacity
 from .rollout import Pair, known_headroom, rcc_of
+from .validation import external_manager
 from .values import dig, mapping, seq
 
 
@@ -24,8 +25,14 @@ def estimate_capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | N
     init = policy.operator_env.get("ENABLE_INIT_CONTAINER_INJECTION", "true").lower() != "false"
     accel = policy.accelerators
     basis = "live" if live is not None and (live.active_cluster or live.worker_replicas) else "manifest"
-    old = cap.cluster_shape(rcc_of(b_def), init_injection=init) if b_def else None
+    # A RayService another controller manages has no RayCluster here; one created suspended
+    # gets none until it resumes (handleSuspend, rayservice_controller.go:383-464).
+    runs_before = b_def is not None and external_manager(b_def) is None
+    old = cap.cluster_shape(rcc_of(b_def), init_injection=init) if b_def and runs_before else None
     new = cap.cluster_shape(rcc_of(a_def), init_injection=init) if a_def else None
+    suspended = dig(a_def, "spec").get("suspend") is True
+    if rollout == "create" and engine.rules.has_rayservice_suspend and suspended:
+        new = None
     current: dict[str, int] = {}
     if old is not None:
         current = {g.name: g.replicas for g in old.groups}
@@ -65,13 +72,15 @@ def estimate_capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | N
     known = known_headroom(headroom, live)
     serve_info = None
     if b_def is not None or a_def is not None:
-        serve_info = _serve_gpus(pair, new, serves)
+        shape = new or (cap.cluster_shape(rcc_of(a_def), init_injection=init) if a_def else None)
+        serve_info = _serve_gpus(pair, shape, serves)
+    units = {**(old.units if old else {}), **(new.units if new else {})}
     return Capacity(
         basis=basis,
-        extra=cap.render_amounts(extra, accel),
-        peak=cap.render_amounts(peak, accel) if extra else {},
-        headroom=cap.render_amounts(known, accel, keep_zero=True) if known is not None else None,
-        phases=tuple((label, cap.render_amounts(a, accel)) for label, a in phases),
+        extra=cap.render_amounts(extra, accel, units=units),
+        peak=cap.render_amounts(peak, accel, units=units) if extra else {},
+        headroom=cap.render_amounts(known, accel, keep_zero=True, units=units) if known is not None else None,
+        phases=tuple((label, cap.render_amounts(a, accel, units=units)) for label, a in phases),
         serve=serve_info,
     )
 
@@ -114,7 +123,7 @@ def _logical_gpus(group: Mapping[str, Any]) -> float:
     res = mapping(group.get("resources"))
     if res:
         for k, v in res.items():
-            if cap.is_gpu(str(k)):
+            if cap.is_gpu(str(k).lower()):  # pod.go:1665 lower-cases the names
                 try:
                     return float(cap.Quantity.parse(v).ceil())
                 except cap.QuantityError:
@@ -137,3 +146,53 @@ def _num(value: float) -> int | float:
     if value == float("inf"):
         return -1
     return int(value) if float(value).is_integer() else round(value, 3)
+
+
+def _logical_cpus(group: Mapping[str, Any]) -> float | None:
+    """``num-cpus`` as KubeRay passes it (rayStartParams > resources > CPU limit > request), or None."""
+    params = mapping(group.get("rayStartParams"))
+    raw: Any = params.get("num-cpus")
+    if raw is None:
+        raw = next((v for k, v in mapping(group.get("resources")).items() if str(k).lower() == "cpu"), None)
+    if raw is None:
+        containers = seq(dig(group, "template", "spec").get("containers"))
+        res = dig(containers[0], "resources") if containers else {}
+        raw = mapping(res.get("limits")).get("cpu", mapping(res.get("requests")).get("cpu"))
+    if raw is None:
+        return None
+    try:
+        return float(cap.Quantity.parse(raw).ceil())
+    except cap.QuantityError:
+        return None
+
+
+Node = tuple[float | None, float, int | None]  # (logical CPUs, logical GPUs, how many; None = unbounded)
+
+
+def ray_nodes(rcc: Mapping[str, Any], autoscaling: bool) -> list[Node]:
+    """The Ray nodes a cluster can ever have: the head, and per worker group maxReplicas x hosts
+    with autoscaling (unbounded at the default maxReplicas), else its clamped replicas x hosts."""
+    out: list[Node] = [(_logical_cpus(mapping(rcc.get("headGroupSpec"))),
+                        _logical_gpus(mapping(rcc.get("headGroupSpec"))), 1)]
+    for g in seq(rcc.get("workerGroupSpecs")):
+        if not isinstance(g, Mapping) or g.get("suspend") is True:
+            continue
+        size = cap.cluster_shape({"workerGroupSpecs": [g]}, init_injection=False).groups[0]
+        if autoscaling:
+            count = None if size.max_replicas >= cap.MAX_INT32 else size.max_replicas * size.hosts
+        else:
+            count = size.replicas * size.hosts
+        out.append((_logical_cpus(g), _logical_gpus(g), count))
+    return out
+
+
+def eligible_nodes(nodes: list[Node], cpus: float, gpus: float) -> int | None:
+    """How many of ``nodes`` can hold one replica needing ``cpus``/``gpus``; None = unbounded."""
+    total = 0
+    for node_cpus, node_gpus, count in nodes:
+        if (gpus > 0 and node_gpus < gpus) or (cpus > 0 and node_cpus is not None and node_cpus < cpus):
+            continue
+        if count is None:
+            return None
+        total += count
+    return total

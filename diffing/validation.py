@@ -1,192 +1,334 @@
-"""The operator's own validation of a RayService (``utils/validation.go``, v1.7.0).
+"""The operator's own validation of a RayService, as a table of rules.
 
-When it fails, the operator sets ``Ready=False/ValidationFailed`` and does nothing else: the
-old clusters keep serving and the change is silently not applied. Each check returns the
-field path and a message; the analysis reports them as ``error`` findings and predicts
+When a rule fails, the operator sets ``Ready=False/ValidationFailed`` and does nothing else
+(``rayservice_controller.go:156-171``): the old clusters keep serving and the change is
+silently not applied. The analysis reports each failure as an ``error`` finding and predicts
 ``not-applied``.
+
+:data:`RULES` holds every failure case of KubeRay v1.7.0's ``ValidateRayServiceMetadata``,
+``ValidateRayServiceSpec`` and ``ValidateRayClusterSpec`` with the helpers they call, in
+upstream order (``source``: lines of ``ray-operator/controllers/ray/utils/validation.go`` at
+v1.7.0). ``since`` is the first KubeRay release whose ``validation.go`` carries the check,
+so a version's rules are the table filtered by its minor version; ``gate`` names the feature
+gate a rule reads (the version's default, overridden by the policy's
+``operator.featureGates``).
+
+Upstream stops at the first failure; every failing rule is reported here, because each one
+alone makes the operator reject the object. Rules read the object as the API server stores it
+(pruned and defaulted), as the operator does.
+
+>>> [v.rule for v in check_rayservice({"metadata": {"name": "Bad_Name"}, "spec": {}})][:2]
+['ValidateRayServiceMetadata/name-not-dns1035', 'ValidateRayClusterSpec/head-containers']
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .paths import Key, Path
-from .values import mapping, seq
+from . import clusterchecks as cc
+from . import names
+from . import optionchecks as oc
+from .clusterspec import RCC, Failure, OperatorRule, Subject, Violation, is_set
+from .kuberay import KUBERAY_CONTROLLER, VersionRules, rules_for
+from .paths import Path
+from .values import mapping
 
-MAX_NAME = 47  # constant.go MaxRayServiceNameLength = 53 - 6
+MAX_NAME = 47  # constant.go:375-378 MaxRayServiceNameLength = MaxRayClusterNameLength (53) - 6
 STRATEGIES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_GO_DURATION = re.compile(r"^([0-9]*(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$")
-_RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
+_TIMEOUT = "ray.io/initializing-timeout"  # constant.go:82
+_UPGRADE: Path = ("spec", "upgradeStrategy", "clusterUpgradeOptions")
 
-Problem = tuple[str, Path, str]  # (code, path, message)
-
-
-_m = mapping
+Problem = tuple[str, Path, str]  # (code, path, message): what the analysis turns into findings
 
 
-def _autoscaler_v2(rcc: Mapping[str, Any]) -> bool:
-    if _m(rcc.get("autoscalerOptions")).get("version") == "v2":
-        return True
-    head = _m(_m(_m(rcc.get("headGroupSpec")).get("template")).get("spec"))
-    for c in seq(head.get("containers")):
-        for e in seq(_m(c).get("env")):
-            if _m(e).get("name") == "RAY_enable_autoscaler_v2" and str(_m(e).get("value")).lower() in (
-                    "1", "true"):
-                return True
-    return False
+# -- ValidateRayServiceMetadata (validation.go:632-678) ---------------------------------------
 
 
-def _version_at_least(version: Any, want: tuple[int, ...]) -> bool:
-    m = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?", str(version or ""))
-    if not m:
-        return True  # unknown versions are not held against the user
-    have = tuple(int(x or 0) for x in m.groups())
-    return have >= want
+def _name_length(s: Subject) -> Iterator[Failure]:
+    if len(s.name) > MAX_NAME:
+        yield ("metadata", "name"), (
+            f"the name has {len(s.name)} characters; KubeRay accepts at most {MAX_NAME} (it appends a "
+            "6-character suffix to build RayCluster names)")
 
 
-def validate_rayservice(obj: Mapping[str, Any], *, incremental_gate: bool,
-                        feature_gates: Mapping[str, bool]) -> list[Problem]:
-    """Problems that make the operator reject ``obj`` (a defaulted RayService)."""
-    out: list[Problem] = []
-    meta = _m(obj.get("metadata"))
-    name = str(meta.get("name", ""))
-    if len(name) > MAX_NAME:
-        out.append(("name-too-long", ("metadata", "name"),
-                    f"the name has {len(name)} characters; KubeRay accepts at most {MAX_NAME} "
-                    "(it appends a 6-character suffix to build RayCluster names)"))
-    elif not _DNS1035.match(name):
-        out.append(("validation-failed", ("metadata", "name"), f"{name!r} is not a DNS-1035 label"))
-    annotations = _m(meta.get("annotations"))
-    timeout = annotations.get("ray.io/initializing-timeout")
-    if timeout is not None and not _positive_duration(str(timeout)):
-        out.append(("validation-failed", ("metadata", "annotations", "ray.io/initializing-timeout"),
-                    f"{timeout!r} is not a positive Go duration or a positive number of seconds"))
-    spec = _m(obj.get("spec"))
-    rcc = _m(spec.get("rayClusterConfig"))
-    strategy = _m(spec.get("upgradeStrategy"))
-    kind = strategy.get("type")
+def _name_dns(s: Subject) -> Iterator[Failure]:
+    bad = names.dns1035_label(s.name)
+    if bad:
+        yield ("metadata", "name"), f"{s.name!r} {bad}"
+
+
+def _timeout(s: Subject) -> tuple[str, int | None, int | None]:
+    text = s.annotations.get(_TIMEOUT, "")
+    ns = names.go_duration_ns(text) if text else None
+    return text, ns, names.go_atoi(text) if text and ns is None else None
+
+
+def _timeout_duration(s: Subject) -> Iterator[Failure]:
+    text, ns, _ = _timeout(s)
+    if ns is not None and ns <= 0:
+        yield ("metadata", "annotations", _TIMEOUT), f"{text!r} must be a positive duration"
+
+
+def _timeout_seconds(s: Subject) -> Iterator[Failure]:
+    text, _, seconds = _timeout(s)
+    if seconds is not None and seconds <= 0:
+        yield ("metadata", "annotations", _TIMEOUT), f"{text!r} must be a positive number of seconds"
+
+
+def _timeout_format(s: Subject) -> Iterator[Failure]:
+    text, ns, seconds = _timeout(s)
+    if text and ns is None and seconds is None:
+        yield ("metadata", "annotations", _TIMEOUT), \
+            f"{text!r} is neither a Go duration (e.g. '5m') nor a whole number of seconds"
+
+
+# -- ValidateRayServiceSpec (validation.go:680-749) ---------------------------------------------
+
+
+def _rs_k8s_auth(s: Subject) -> Iterator[Failure]:
+    if oc.k8s_auth(s):
+        yield RCC + ("authOptions", "enableK8sTokenAuth"), \
+            "Kubernetes token auth (enableK8sTokenAuth) is not supported for a RayService"
+
+
+def _head_service_name(s: Subject) -> Iterator[Failure]:
+    if is_set(mapping(mapping(s.head.get("headService")).get("metadata")).get("name")):
+        yield RCC + ("headGroupSpec", "headService", "metadata", "name"), \
+            "headService.metadata.name must not be set for a RayService"
+
+
+def _strategy_type(s: Subject) -> Iterator[Failure]:
+    kind = mapping(s.spec.get("upgradeStrategy")).get("type")
     if kind is not None and kind not in STRATEGIES:
-        out.append(("validation-failed", ("spec", "upgradeStrategy", "type"),
-                    f"upgradeStrategy.type {kind!r} is not one of {', '.join(STRATEGIES)}"))
-    if kind == "NewClusterWithIncrementalUpgrade" and incremental_gate:
-        out.extend(_incremental(spec, rcc))
-    out.extend(_cluster(rcc, annotations, feature_gates))
-    head_svc = _m(_m(_m(rcc.get("headGroupSpec")).get("headService")).get("metadata"))
-    if head_svc.get("name"):
-        out.append(("validation-failed", ("spec", "rayClusterConfig", "headGroupSpec", "headService",
-                                          "metadata", "name"),
-                    "headService.metadata.name must be empty for a RayService"))
-    if _m(rcc.get("authOptions")).get("enableK8sTokenAuth") is True:
-        out.append(("validation-failed", ("spec", "rayClusterConfig", "authOptions", "enableK8sTokenAuth"),
-                    "Kubernetes token auth is not supported for RayService"))
-    return out
+        yield ("spec", "upgradeStrategy", "type"), \
+            f"upgradeStrategy.type {kind!r} is not one of {', '.join(STRATEGIES)}"
 
 
-def _positive_duration(text: str) -> bool:
-    if re.fullmatch(r"[0-9]+", text):
-        return int(text) > 0
-    if not _GO_DURATION.match(text):
-        return False
-    return any(ch in "123456789" for ch in text)
+def _deletion_delay(s: Subject) -> Iterator[Failure]:
+    delay = s.spec.get("rayClusterDeletionDelaySeconds")
+    if isinstance(delay, int) and delay < 0:
+        yield ("spec", "rayClusterDeletionDelaySeconds"), f"must not be negative, got {delay}"
 
 
-def _incremental(spec: Mapping[str, Any], rcc: Mapping[str, Any]) -> list[Problem]:
-    out: list[Problem] = []
-    base: Path = ("spec", "upgradeStrategy", "clusterUpgradeOptions")
-    if rcc.get("enableInTreeAutoscaling") is not True:
-        out.append(("validation-failed", ("spec", "rayClusterConfig", "enableInTreeAutoscaling"),
-                    "NewClusterWithIncrementalUpgrade requires enableInTreeAutoscaling: true "
-                    "(the Ray autoscaler is required)"))
-    opts = _m(spec.get("upgradeStrategy")).get("clusterUpgradeOptions")
-    if not isinstance(opts, Mapping):
-        out.append(("validation-failed", base,
-                    "NewClusterWithIncrementalUpgrade needs clusterUpgradeOptions"))
-        return out
-    if not opts.get("gatewayClassName"):
-        out.append(("validation-failed", base + ("gatewayClassName",), "gatewayClassName must be set"))
-    interval = opts.get("intervalSeconds")
-    if isinstance(interval, int) and interval <= 0:
-        out.append(("validation-failed", base + ("intervalSeconds",), "intervalSeconds must be > 0"))
+def _incremental(s: Subject) -> Mapping[str, Any] | None:
+    """The upgrade options when ``IsIncrementalUpgradeEnabled`` (util.go:917-923), else ``None``."""
+    strategy = mapping(s.spec.get("upgradeStrategy"))
+    if not s.gate("RayServiceIncrementalUpgrade") or strategy.get("type") != STRATEGIES[1]:
+        return None
+    return mapping(strategy.get("clusterUpgradeOptions"))
+
+
+def _upgrade_autoscaler(s: Subject) -> Iterator[Failure]:
+    if _incremental(s) is not None and not s.autoscaling:
+        yield RCC + ("enableInTreeAutoscaling",), \
+            "NewClusterWithIncrementalUpgrade requires enableInTreeAutoscaling: true (the Ray autoscaler)"
+
+
+def _upgrade_options(s: Subject) -> Iterator[Failure]:
+    strategy = mapping(s.spec.get("upgradeStrategy"))
+    if _incremental(s) is not None and strategy.get("clusterUpgradeOptions") is None:
+        yield _UPGRADE, "NewClusterWithIncrementalUpgrade requires clusterUpgradeOptions"
+
+
+def _options(s: Subject) -> Mapping[str, Any] | None:
+    if _incremental(s) is None or mapping(s.spec.get("upgradeStrategy")).get("clusterUpgradeOptions") is None:
+        return None
+    return _incremental(s)
+
+
+def _percent(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 100
+
+
+def _max_surge(s: Subject) -> Iterator[Failure]:
+    opts = _options(s)
+    surge = (opts or {}).get("maxSurgePercent", 100)  # the CRD defaults it to 100
+    if opts is not None and surge is not None and not _percent(surge):
+        yield _UPGRADE + ("maxSurgePercent",), f"maxSurgePercent must be between 0 and 100, got {surge}"
+
+
+def _step_size(s: Subject) -> Iterator[Failure]:
+    opts = _options(s)
+    if opts is not None and not _percent(opts.get("stepSizePercent")):
+        yield _UPGRADE + ("stepSizePercent",), "stepSizePercent must be set, between 0 and 100"
+
+
+def _step_over_surge(s: Subject) -> Iterator[Failure]:
+    opts = _options(s) or {}
     step, surge = opts.get("stepSizePercent"), opts.get("maxSurgePercent", 100)
-    for label, value in (("stepSizePercent", step), ("maxSurgePercent", surge)):
-        if isinstance(value, int) and not 0 <= value <= 100:
-            out.append(("validation-failed", base + (label,), f"{label} must be within 0..100"))
     if isinstance(step, int) and isinstance(surge, int) and step > surge:
-        out.append(("validation-failed", base + ("stepSizePercent",),
-                    f"stepSizePercent ({step}) must not exceed maxSurgePercent ({surge})"))
-    return out
+        yield _UPGRADE + ("stepSizePercent",), \
+            f"stepSizePercent ({step}) must not exceed maxSurgePercent ({surge})"
 
 
-def _cluster(rcc: Mapping[str, Any], annotations: Mapping[str, Any],
-             gates: Mapping[str, bool]) -> list[Problem]:
-    out: list[Problem] = []
-    base: Path = ("spec", "rayClusterConfig")
-    autoscaling = rcc.get("enableInTreeAutoscaling") is True
-    v2 = _autoscaler_v2(rcc)
-    head = _m(rcc.get("headGroupSpec"))
-    groups: list[tuple[Path, Mapping[str, Any]]] = [(base + ("headGroupSpec",), head)]
-    for i, g in enumerate(seq(rcc.get("workerGroupSpecs"))):
-        g = _m(g)
-        seg: Any = Key("groupName", str(g["groupName"])) if g.get("groupName") else i
-        groups.append((base + ("workerGroupSpecs", seg), g))
-    for path, g in groups:
-        pod = _m(_m(g.get("template")).get("spec"))
-        if not pod.get("containers"):
-            out.append(("validation-failed", path + ("template", "spec", "containers"),
-                        "needs at least one container"))
-        params = _m(g.get("rayStartParams"))
-        if g.get("resources") and any(k in params for k in _RESOURCE_PARAMS):
-            out.append(("validation-failed", path + ("resources",),
-                        "the group resources map cannot be combined with num-cpus/num-gpus/memory/"
-                        "resources in rayStartParams"))
-        if "labels" in params:
-            out.append(("validation-failed", path + ("rayStartParams", "labels"),
-                        "rayStartParams.labels is not allowed; use the group's labels field"))
-        for key in _m(g.get("labels")):
-            if not re.fullmatch(r"([a-z0-9.\-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?", str(key)):
-                out.append(("validation-failed", path + ("labels", str(key)),
-                            f"{key!r} is not a valid Kubernetes label key"))
-        if path[-2:-1] == ("workerGroupSpecs",):
-            lo, hi = g.get("minReplicas"), g.get("maxReplicas")
-            if isinstance(lo, int) and lo < 0 or isinstance(hi, int) and hi < 0:
-                out.append(("validation-failed", path, "minReplicas and maxReplicas must be >= 0"))
-            elif isinstance(lo, int) and isinstance(hi, int) and lo > hi:
-                out.append(("validation-failed", path + ("minReplicas",),
-                            f"minReplicas ({lo}) is greater than maxReplicas ({hi})"))
-            idle = g.get("idleTimeoutSeconds")
-            if idle is not None and (not isinstance(idle, int) or idle < 0 or not v2):
-                out.append(("validation-failed", path + ("idleTimeoutSeconds",),
-                            "idleTimeoutSeconds must be >= 0 and needs autoscaler v2"))
-            if g.get("suspend") is True and autoscaling:
-                out.append(("validation-failed", path + ("suspend",),
-                            "a worker group cannot be suspended while in-tree autoscaling is on"))
-            priority = g.get("priority")
-            if isinstance(priority, int) and priority != 0 and (
-                    not v2 or not _version_at_least(rcc.get("rayVersion"), (2, 56))):
-                out.append(("validation-failed", path + ("priority",),
-                            "priority needs Ray >= 2.56 and autoscaler v2"))
-    gcs = rcc.get("gcsFaultToleranceOptions")
-    if gcs is not None:
-        for ann in ("ray.io/ft-enabled", "ray.io/external-storage-namespace"):
-            if ann in annotations:
-                out.append(("validation-failed", ("metadata", "annotations", ann),
-                            f"the {ann} annotation cannot be combined with gcsFaultToleranceOptions"))
-        if _m(gcs).get("backend") == "rocksdb" and not gates.get("GCSFaultToleranceEmbeddedStorage", False):
-            out.append(("validation-failed", base + ("gcsFaultToleranceOptions", "backend"),
-                        "the rocksdb backend needs the GCSFaultToleranceEmbeddedStorage feature gate"))
-    for field, gate in (("networkPolicy", "RayClusterNetworkPolicy"), ("tlsOptions", "RayClusterMTLS"),
-                        ("historyServerOptions", "RayClusterHistoryServer")):
-        if rcc.get(field) is not None and not gates.get(gate, False):
-            out.append(("validation-failed", base + (field,),
-                        f"{field} needs the {gate} feature gate, which is off by default"))
-    auth = _m(rcc.get("authOptions"))
-    if auth.get("mode") == "token" and not _version_at_least(rcc.get("rayVersion"), (2, 52)):
-        out.append(("validation-failed", base + ("authOptions", "mode"),
-                    "token authentication needs rayVersion >= 2.52"))
-    if autoscaling is False and _autoscaler_v2(rcc) and not _m(rcc.get("autoscalerOptions")).get("version"):
-        out.append(("validation-failed", base + ("enableInTreeAutoscaling",),
-                    "RAY_enable_autoscaler_v2 is set but in-tree autoscaling is off"))
-    return out
+def _interval(s: Subject) -> Iterator[Failure]:
+    opts = _options(s)
+    interval = (opts or {}).get("intervalSeconds")
+    if opts is not None and not (isinstance(interval, int) and interval > 0):
+        yield _UPGRADE + ("intervalSeconds",), "intervalSeconds must be set and greater than 0"
+
+
+def _gateway_class(s: Subject) -> Iterator[Failure]:
+    opts = _options(s)
+    if opts is not None and not is_set(opts.get("gatewayClassName")):
+        yield _UPGRADE + ("gatewayClassName",), "NewClusterWithIncrementalUpgrade requires gatewayClassName"
+
+
+def _present(value: Any) -> bool:
+    return value is not None
+
+
+_R = OperatorRule
+_V = "validation.go:"
+_INC = "RayServiceIncrementalUpgrade"
+_ROCKS = "GCSFaultToleranceEmbeddedStorage"
+
+RULES: tuple[OperatorRule, ...] = (
+    _R("ValidateRayServiceMetadata/name-too-long", _V + "633-635", (1, 4), _name_length,
+       code="name-too-long"),
+    _R("ValidateRayServiceMetadata/name-not-dns1035", _V + "636-638", (1, 4), _name_dns),
+    _R("validateInitializingTimeout/non-positive-duration", _V + "662-667", (1, 5), _timeout_duration),
+    _R("validateInitializingTimeout/non-positive-seconds", _V + "670-675", (1, 5), _timeout_seconds),
+    _R("validateInitializingTimeout/invalid-format", _V + "677", (1, 5), _timeout_format),
+    _R("ValidateRayServiceSpec/k8s-token-auth", _V + "681-683", (1, 6), _rs_k8s_auth),
+    # ValidateRayClusterSpec, called from ValidateRayServiceSpec (685) with the RS annotations.
+    _R("ValidateRayClusterSpec/head-containers", _V + "104-106", (1, 3), cc.head_containers),
+    _R("validateRayGroupResources/both-set", _V + "60-69, 108, 139", (1, 5), cc.group_resources),
+    _R("validateRayGroupLabels/ray-start-params-labels", _V + "73-75", (1, 5), cc.group_start_labels),
+    _R("validateRayGroupLabels/label-key", _V + "80-85", (1, 5), cc.group_label_keys),
+    _R("validateRayGroupLabels/label-value", _V + "87-92", (1, 5), cc.group_label_values),
+    _R("ValidateRayClusterSpec/worker-containers", _V + "119-121", (1, 3), cc.worker_containers),
+    _R("ValidateRayClusterSpec/min-max-unset", _V + "125-127", (1, 6), cc.replica_bounds_set),
+    _R("ValidateRayClusterSpec/negative-min-replicas", _V + "128-130", (1, 6), cc.negative("minReplicas")),
+    _R("ValidateRayClusterSpec/negative-max-replicas", _V + "131-133", (1, 6), cc.negative("maxReplicas")),
+    _R("ValidateRayClusterSpec/min-over-max", _V + "134-138", (1, 0), cc.min_over_max),
+    _R("validateWorkerGroupIdleTimeout/negative", _V + "1012-1014", (1, 6), cc.idle_negative),
+    _R("validateWorkerGroupIdleTimeout/needs-v2", _V + "1016-1026", (1, 6), cc.idle_needs_v2),
+    _R("validateWorkerGroupPriority/ray-version", _V + "1119-1130", (1, 7), cc.priority_version),
+    _R("validateWorkerGroupPriority/needs-v2", _V + "1132-1141", (1, 7), cc.priority_needs_v2),
+    _R("ValidateRayClusterSpec/ft-annotation-and-options", _V + "153-156", (1, 3), cc.ft_annotation),
+    _R("ValidateRayClusterSpec/redis-address-without-ft", _V + "158-164", (1, 3),
+       cc.redis_address_without_ft),
+    _R("ValidateRayClusterSpec/redis-password-param", _V + "168-171", (1, 3),
+       cc.with_ft_param("redis-password", "gcsFaultToleranceOptions.redisPassword")),
+    _R("ValidateRayClusterSpec/redis-password-env", _V + "173-176", (1, 3),
+       cc.with_ft_env("REDIS_PASSWORD", "gcsFaultToleranceOptions.redisPassword")),
+    _R("ValidateRayClusterSpec/redis-address-env", _V + "178-181", (1, 3),
+       cc.with_ft_env("RAY_REDIS_ADDRESS", "gcsFaultToleranceOptions.redisAddress")),
+    _R("ValidateRayClusterSpec/external-storage-namespace", _V + "183-186", (1, 3), cc.ft_storage_namespace),
+    _R("validateGcsFaultToleranceBackend/rocksdb-gate", _V + "336-338", (1, 7), cc.rocksdb_gate, gate=_ROCKS),
+    _R("validateGcsFaultToleranceBackend/rocksdb-redis-address", _V + "339-341", (1, 7),
+       cc.rocksdb_forbids("redisAddress", is_set)),
+    _R("validateGcsFaultToleranceBackend/rocksdb-redis-username", _V + "342-344", (1, 7),
+       cc.rocksdb_forbids("redisUsername", _present)),
+    _R("validateGcsFaultToleranceBackend/rocksdb-redis-password", _V + "345-347", (1, 7),
+       cc.rocksdb_forbids("redisPassword", _present)),
+    _R("validateGcsFaultToleranceBackend/rocksdb-external-storage-namespace", _V + "348-350", (1, 7),
+       cc.rocksdb_forbids("externalStorageNamespace", is_set)),
+    _R("validateGcsFaultToleranceBackend/rocksdb-claim-name", _V + "351-355", (1, 7), cc.rocksdb_claim),
+    _R("validateGcsFaultToleranceBackend/rocksdb-storage-env", _V + "356-358", (1, 7), cc.rocksdb_env),
+    _R("validateGcsFaultToleranceBackend/rocksdb-reserved-mount", _V + "359-363", (1, 7), cc.rocksdb_mounts),
+    _R("validateGcsFaultToleranceBackend/rocksdb-reserved-volume", _V + "364-368", (1, 7),
+       cc.rocksdb_volumes),
+    _R("validateGcsFaultToleranceBackend/redis-storage", _V + "369-372", (1, 7), cc.redis_storage),
+    _R("ValidateRayClusterSpec/redis-username", _V + "192-195", (1, 3), cc.redis_username),
+    _R("ValidateRayClusterSpec/suspend-needs-gate", _V + "197-203", (1, 4), cc.suspend_gate,
+       gate="RayJobDeletionPolicy"),
+    _R("ValidateRayClusterSpec/v2-env-without-autoscaling", _V + "206-212", (1, 5),
+       cc.v2_env_without_autoscaling),
+    _R("ValidateRayClusterSpec/suspend-with-autoscaling", _V + "215-220", (1, 4), cc.suspend_autoscaling),
+    _R("ValidateRayClusterSpec/version-and-v2-env", _V + "222-224", (1, 4), cc.version_and_env),
+    _R("ValidateRayClusterSpec/v2-head-restart-policy", _V + "226-229", (1, 4), cc.v2_head_restart),
+    _R("ValidateRayClusterSpec/v2-worker-restart-policy", _V + "231-235", (1, 4), cc.v2_worker_restart),
+    _R("ValidateRayClusterSpec/autoscaler-idle-timeout-negative", _V + "241-245", (1, 6), cc.autoscaler_idle),
+    _R("ValidateRayClusterSpec/autoscaler-start-cmd-env", _V + "252-258", (1, 7), cc.autoscaler_start_cmd),
+    _R("ValidateRayClusterSpec/history-server-gate", _V + "260-263", (1, 7), oc.history_gate,
+       gate="RayClusterHistoryServer"),
+    _R("ValidateRayClusterSpec/collector-options-required", _V + "264-266", (1, 7), oc.collector_required),
+    _R("validateCollectorOptions/image", _V + "1033-1035", (1, 7), oc.collector_image),
+    _R("validateCollectorOptions/managed-env", _V + "1058-1062", (1, 7), oc.collector_forbidden_env),
+    _R("validateCollectorOptions/storage-backend", _V + "1064-1106", (1, 7), oc.collector_backend),
+    _R("ValidateRayClusterSpec/collector-container-name", _V + "270-281", (1, 7),
+       oc.collector_container_name),
+    _R("ValidateRayClusterSpec/token-auth-ray-version", _V + "284-298", (1, 6), oc.token_version),
+    _R("ValidateRayClusterSpec/k8s-token-auth-ray-version", _V + "300-304", (1, 6), oc.k8s_token_version),
+    _R("ValidateRayClusterSpec/k8s-token-auth-secret-name", _V + "305-307", (1, 6), oc.k8s_token_secret),
+    _R("ValidateRayClusterSpec/k8s-token-auth-without-token-mode", _V + "309-312", (1, 6), oc.k8s_token_mode),
+    _R("ValidateRayClusterSpec/network-policy-gate", _V + "316-318", (1, 7), oc.network_gate,
+       gate="RayClusterNetworkPolicy"),
+    _R("validateNetworkPolicy/rules-for-mode", _V + "392-411, 430-437", (1, 7), oc.network_rules_mode),
+    _R("validateNetworkPolicy/group-name-dns1123", _V + "422-429", (1, 7), oc.network_group_names),
+    _R("validateNetworkPolicy/unknown-group", _V + "438-440", (1, 7), oc.network_unknown_groups),
+    _R("ValidateRayClusterSpec/tls-gate", _V + "323-325", (1, 7), oc.tls_gate, gate="RayClusterMTLS"),
+    _R("validateTLSOptions/managed-env", _V + "453-463, 469-478", (1, 7), oc.tls_env, gate="RayClusterMTLS"),
+    _R("validateTLSOptions/reserved-mount", _V + "464-466, 479-481, 510-524", (1, 7), oc.tls_mounts,
+       gate="RayClusterMTLS"),
+    _R("validateTLSOptions/autoscaler", _V + "485-505", (1, 7), oc.tls_autoscaler, gate="RayClusterMTLS"),
+    # Back in ValidateRayServiceSpec.
+    _R("ValidateRayServiceSpec/head-service-name", _V + "689-691", (1, 3), _head_service_name),
+    _R("ValidateRayServiceSpec/upgrade-type", _V + "694-700", (1, 5), _strategy_type),
+    _R("ValidateRayServiceSpec/deletion-delay-negative", _V + "702-705", (1, 5), _deletion_delay),
+    _R("ValidateClusterUpgradeOptions/autoscaler-required", _V + "718-720", (1, 5), _upgrade_autoscaler,
+       gate=_INC),
+    _R("ValidateClusterUpgradeOptions/options-required", _V + "722-725", (1, 5), _upgrade_options, gate=_INC),
+    _R("ValidateClusterUpgradeOptions/max-surge-range", _V + "728-730", (1, 5), _max_surge, gate=_INC),
+    _R("ValidateClusterUpgradeOptions/step-size-range", _V + "732-734", (1, 5), _step_size, gate=_INC),
+    _R("ValidateClusterUpgradeOptions/step-over-surge", _V + "736-738", (1, 7), _step_over_surge, gate=_INC),
+    _R("ValidateClusterUpgradeOptions/interval", _V + "740-742", (1, 5), _interval, gate=_INC),
+    _R("ValidateClusterUpgradeOptions/gateway-class", _V + "744-746", (1, 5), _gateway_class, gate=_INC),
+    # Enforced by the RayCluster controller on every RayCluster built from the RayService
+    # (raycluster_controller.go:205-210): the RayService is accepted, the cluster never gets pods.
+    _R("ValidateRayClusterUpgradeOptions/created-by-rayservice", _V + "42-56", (1, 6),
+       oc.cluster_upgrade_strategy, code="cluster-upgrade-strategy-set", scope="raycluster"),
+)
+
+# Functions of validation.go that never see a RayService manifest, and why (for the docs/tests).
+NOT_APPLICABLE = {
+    "ValidateRayClusterStatus": "reads RayCluster status conditions, which a manifest does not carry",
+    "ValidateRayClusterMetadata": "names the operator-built RayCluster (RayService name + 6 characters): "
+                                  "covered by ValidateRayServiceMetadata/name-too-long",
+    "ValidateRayJobStatus": "RayJob only", "ValidateRayJobMetadata": "RayJob only",
+    "ValidateRayJobSpec": "RayJob only", "validateDeletionConfiguration": "RayJob only",
+    "validateDeletionRules": "RayJob only", "validateDeletionCondition": "RayJob only",
+    "validateTTLConsistency": "RayJob only", "validateLegacyDeletionPolicies": "RayJob only",
+    "ValidateRayCronJobSpec": "RayCronJob only",
+}
+
+
+def rules_for_minor(minor: tuple[int, int], scope: str = "rayservice") -> tuple[OperatorRule, ...]:
+    return tuple(r for r in RULES if r.scope == scope and r.applies_to(minor))
+
+
+def external_manager(obj: Mapping[str, Any] | None) -> str | None:
+    """``spec.managedBy`` when it names another controller (util.go:744-749), else ``None``."""
+    value = mapping(mapping(obj).get("spec")).get("managedBy")
+    if value is None or value == KUBERAY_CONTROLLER:
+        return None
+    return str(value)
+
+
+def check_rayservice(obj: Mapping[str, Any], minor: tuple[int, int] = (1, 7),
+                     gates: Mapping[str, bool] | None = None, scope: str = "rayservice") -> list[Violation]:
+    """Every rule of ``minor`` that ``obj`` (a pruned, defaulted RayService) fails."""
+    if scope == "rayservice" and external_manager(obj) is not None:
+        return []  # Reconcile returns before validating (rayservice_controller.go:121-124)
+    subject = Subject(obj, gates or {})
+    return [Violation(rule.id, rule.code, path, f"{message} (KubeRay {rule.id.split('/')[0]})")
+            for rule in rules_for_minor(minor, scope) for path, message in rule.check(subject)]
+
+
+def validate_rayservice(obj: Mapping[str, Any], rules: VersionRules | None = None, *,
+                        feature_gates: Mapping[str, bool] | None = None,
+                        incremental_gate: bool | None = None) -> list[Problem]:
+    """Problems that make the operator reject ``obj`` (a defaulted RayService).
+
+    ``rules`` chooses the KubeRay version (default: the newest); ``feature_gates`` override
+    that version's gate defaults, ``incremental_gate`` the RayServiceIncrementalUpgrade one.
+    """
+    if rules is None:
+        rules = rules_for("1.7")
+    gates = rules.gates(feature_gates)
+    if incremental_gate is not None:
+        gates["RayServiceIncrementalUpgrade"] = incremental_gate
+    return [(v.code, v.path, v.message) for v in check_rayservice(obj, rules.minor, gates)]

@@ -59,6 +59,9 @@ def _header(report: Report) -> list[str]:
     if report.findings:
         lines += ["**Not compared** (what the change touched but could not be read as deployed)", ""]
         lines += [_finding_line(f) for f in report.findings] + [""]
+    if report.not_analysed:
+        kinds = ", ".join(f"{n} {k}" for k, n in report.not_analysed.items())
+        lines += [f"<sub>Changed but not analysed (rayservice-impact judges RayServices): {kinds}</sub>", ""]
     if not report.resources:
         lines.append("No RayService changes." if not report.findings else
                      "No RayService could be compared.")

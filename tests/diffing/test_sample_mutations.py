@@ -12,7 +12,13 @@ from tests.builders import SAMPLES, dump, edited, group, rcc, sample
 
 NAMES = sorted(p.name[len("ray-service."):-len(".yaml")] for p in SAMPLES.glob("ray-service.*.yaml"))
 # Accelerators in one whole cluster of each sample, counted by hand from the manifests.
-GPUS = {"stable-diffusion": {"nvidia.com/gpu": 1}, "llm-serve": {"nvidia.com/gpu": 4}}
+GPUS = {"stable-diffusion": {"nvidia.com/gpu": 1}, "llm-serve": {"nvidia.com/gpu": 4},
+        "deepseek": {"nvidia.com/gpu": 16},  # 2 workers x 8
+        "high-throughput-gemma4": {"nvidia.com/gpu": 8},  # 1 worker x 8, min/max left to the CRD defaults
+        "high-throughput-llm": {"nvidia.com/gpu": 4},  # 4 workers x 1, min/max left to the CRD defaults
+        "text-summarizer": {"nvidia.com/gpu": 1},
+        "tpu-single-host": {"google.com/tpu": 4},
+        "vllm-tpu-v6e-singlehost": {"google.com/tpu": 8}}
 INCREMENTAL = {"incremental-upgrade"}
 AUTOSCALING = {"incremental-upgrade"}
 

@@ -88,7 +88,7 @@ CASES = [
     Case("02-minreplicas", NRS, [lambda o: group(o).__setitem__("minReplicas", 2)],
          "not-applied", "hold", {"autoscaler-owned"}),
     Case("02b-maxreplicas-autoscaling-on", NRS, [lambda o: group(o).__setitem__("maxReplicas", 9)],
-         "none", "ignore-differences", {"autoscaler-owned"}, before=[autoscaling]),
+         "not-applied", "hold", {"autoscaler-owned"}, before=[autoscaling]),
     Case("03-append-group", NRS, [extra_group()], "cluster-in-place", "approve",
          {"worker-group-appended"}, {}, {"append-resets-replicas"}),
     Case("03b-append-gpu-group", NRS, [extra_group(gpus=2)], "cluster-in-place", "approve",
