@@ -179,10 +179,14 @@ def _pods_rejected(ctx: Context) -> Iterator[Finding]:
         effect = "every pod created from it later (a scale-up, the next recreation) fails"
     for p in problems:
         new = (p.rule, p.path) not in known
+        if p.rule == "quantity-out-of-range":  # accepted by the API server, never placed
+            what = f"the pods KubeRay builds from this template can never be scheduled: {p.message}"
+        else:
+            what = (f"the API server rejects the pods KubeRay builds from this template: {p.message} "
+                    f"(Kubernetes {p.rule.split('/')[0]}); they are never created")
+        known_too = "" if new else "; the running manifest has the same problem"
         yield ctx.finding("error" if new else "warning", "pod-rejected", p.path,
-                          f"the API server rejects the pods KubeRay builds from this template: {p.message} "
-                          f"(Kubernetes {p.rule.split('/')[0]}); they are never created and {effect}"
-                          + ("" if new else "; the running manifest has the same problem"))
+                          f"{what} and {effect}{known_too}")
 
 
 @check

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import names
 from .paths import Key, Path
-from .quantity import Quantity, QuantityError
+from .quantity import Quantity, QuantityError, QuantityOutOfRange
 from .values import mapping, seq
 
 _STANDARD = ("cpu", "memory", "ephemeral-storage")
@@ -38,11 +38,15 @@ def overcommit_allowed(name: str) -> bool:
     return is_native(name) and not name.startswith("hugepages-")
 
 
-def _quantities(resources: Any) -> dict[str, Fraction]:
+def _quantities(resources: Any, unreadable: dict[str, str] | None = None) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
     for name, raw in mapping(resources).items():
         try:
             out[str(name)] = Quantity.parse(raw).value
+        except QuantityOutOfRange:
+            # Matches the CRD's pattern but is beyond int64 (1e200000): for the out_of_range rule.
+            if unreadable is not None:
+                unreadable[str(name)] = str(raw)[:24]
         except QuantityError:
             continue  # a malformed quantity is a schema violation, reported there
     return out
@@ -58,11 +62,18 @@ class Container:
     spec: Mapping[str, Any]
     requests: dict[str, Fraction]
     limits: dict[str, Fraction]
+    out_of_range: dict[tuple[str, str], str]  # (requests|limits, name) -> the raw amount
 
     @classmethod
     def of(cls, spec: Mapping[str, Any]) -> Container:
         res = mapping(spec.get("resources"))
-        return cls(spec, _quantities(res.get("requests")), _quantities(res.get("limits")))
+        bad_requests: dict[str, str] = {}
+        bad_limits: dict[str, str] = {}
+        requests = _quantities(res.get("requests"), bad_requests)
+        limits = _quantities(res.get("limits"), bad_limits)
+        out_of_range = {("requests", k): v for k, v in bad_requests.items()}
+        out_of_range.update({("limits", k): v for k, v in bad_limits.items()})
+        return cls(spec, requests, limits, out_of_range)
 
 
 Check = Callable[[Container], Iterator[Failure]]
@@ -89,6 +100,15 @@ def resource_name(c: Container) -> Iterator[Failure]:
                 yield ("resources", part, name), \
                     (f"{name!r} is not a standard container resource (write the device plugin's name, "
                      "e.g. nvidia.com/gpu)")
+
+
+def out_of_range(c: Container) -> Iterator[Failure]:
+    """Our bound, not an upstream rule: the API server stores such an amount, but the scheduler
+    and the kubelet compute resources as int64 (Quantity.Value/MilliValue), so a pod asking for
+    1e200000 CPUs can never be placed. diffing/quantity.py holds the bound."""
+    for (part, name), raw in c.out_of_range.items():
+        yield ("resources", part, name), (f"{name} {part} {raw} is beyond what Kubernetes computes "
+                                          "with (int64): the pods can never be scheduled")
 
 
 def request_without_limit(c: Container) -> Iterator[Failure]:
@@ -146,6 +166,7 @@ RULES: tuple[PodRule, ...] = (
     PodRule("ValidateResourceRequirements/resource-name", _K + "validateContainerResourceName",
             resource_name),
     PodRule("ValidateResourceRequirements/negative", _K + "ValidateNonnegativeQuantity", negative),
+    PodRule("quantity-out-of-range", "rayservice-impact's int64 bound (diffing/quantity.py)", out_of_range),
     PodRule("ValidateResourceRequirements/extended-not-integer", _K + "ValidateResourceQuantityValue",
             not_integer),
     PodRule("ValidateResourceRequirements/request-not-limit", _K + "ValidateResourceRequirements",

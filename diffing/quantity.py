@@ -40,6 +40,10 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
+class QuantityOutOfRange(QuantityError):
+    """A well-formed quantity beyond what Kubernetes computes with (see MAX_MAGNITUDE)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Quantity:
     value: Fraction
@@ -66,13 +70,13 @@ class Quantity:
         else:
             text = str(raw).strip()
         if len(text) > 2 * MAX_DIGITS:
-            raise QuantityError(f"{text[:24]}… ({len(text)} characters) is out of range for a quantity")
+            raise QuantityOutOfRange(f"{text[:24]}… ({len(text)} characters) is out of range for a quantity")
         m = _RE.match(text)
         if not m:
             raise QuantityError(f"{raw!r} is not a quantity")
         digits = m.group("num").lstrip("+-").replace(".", "").lstrip("0")
         if len(digits) > MAX_DIGITS:
-            raise QuantityError(f"{text!r} has more than {MAX_DIGITS} digits")
+            raise QuantityOutOfRange(f"{text!r} has more than {MAX_DIGITS} digits")
         number = Fraction(m.group("num"))
         suffix = m.group("suffix") or ""
         if suffix in _BINARY:
@@ -82,7 +86,7 @@ class Quantity:
             if exponent < -2 * MAX_DIGITS:  # far below a nano: rounds up to 1n below, or is 0
                 value = Fraction(0) if number == 0 else (_NANO if number > 0 else -_NANO)
             elif exponent > 2 * MAX_DIGITS:
-                raise QuantityError(f"{text!r} is out of range: Kubernetes holds amounts as int64")
+                raise QuantityOutOfRange(f"{text!r} is out of range: Kubernetes holds amounts as int64")
             else:
                 value = number * Fraction(10) ** exponent
             fmt = DECIMAL_EXPONENT
@@ -92,7 +96,7 @@ class Quantity:
             # apimachinery caps binary amounts at the int64 maximum (quantity.go, ParseQuantity).
             value = Fraction(MAX_MAGNITUDE if value > 0 else -MAX_MAGNITUDE)
         if abs(value) > MAX_MAGNITUDE:
-            raise QuantityError(f"{text!r} is out of range: Kubernetes holds amounts as int64 "
+            raise QuantityOutOfRange(f"{text!r} is out of range: Kubernetes holds amounts as int64 "
                                 f"(at most {MAX_MAGNITUDE})")
         # apimachinery rounds up to nano precision when parsing.
         if value.denominator != 1 and (value / _NANO).denominator != 1:
