@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import serve
-from .capacity import human
+from .capacity import human, is_accelerator
 from .engine import RCC, Engine
 from .errors import ManifestError
 from .findings import Context, collect_findings
@@ -30,6 +30,7 @@ from .manifests import (
     crd_schemas,
     strip_server_fields,
 )
+from .nextsteps import next_steps
 from .paths import Path, format_path, schema_path
 from .policy import Policy, parse_headroom
 from .report import APPROVE, HOLD, IGNORE, SEVERITY_ORDER, Change, Finding, Report, ResourceReport
@@ -152,11 +153,17 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     if strategy_note:
         pair.reasons.insert(0, f"strategy: {strategy_note}")
     findings = tuple(sorted(pair.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 3)))
+    steps: tuple[str, ...] = ()
+    if decision == HOLD:
+        steps = next_steps(rollout=rollout, cause=pair.cause, strategy=strategy_note, changes=pair.changes,
+                           findings=findings, extra=capacity.extra,
+                           is_accelerator=lambda name: is_accelerator(name, policy.accelerators))
     return ResourceReport(
         api_version=main.api_version, namespace=key[0], name=key[1], action=action,
         rollout=rollout, decision=decision, reasons=tuple(pair.reasons), changes=tuple(pair.changes),
         capacity=capacity, findings=findings, ignore_differences=ignore,
         source=main.where(), origin=main.source, strategy=strategy_note, headline=headline,
+        next_steps=steps,
     )
 
 

@@ -79,6 +79,7 @@ class ResourceReport:
     origin: str = ""  # the text it came from: a file, or a rendered root ("overlays/prod (kustomize)")
     strategy: str = ""
     headline: str = ""
+    next_steps: tuple[str, ...] = ()  # the ways out of a hold, most specific first
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +90,7 @@ class ResourceReport:
             "capacity": self.capacity.to_dict(),
             "findings": [f.to_dict() for f in self.findings],
             "ignoreDifferences": [dict(x) for x in self.ignore_differences],
+            "nextSteps": list(self.next_steps),
         }
 
 

@@ -32,6 +32,8 @@ class Pair:
     reasons: list[str]
     findings: list[Finding]
     why_not_applied: str = ""  # a short cause for the summary line of a not-applied hold
+    cause: str = ""  # what keeps the change from the cluster: schema | validation | suspended |
+    #                  strategy-none | bounds | replicas | ignored (for the next steps)
 
 
 def rcc_of(obj: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -95,6 +97,7 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
         pair.reasons.append(f"the API server rejects the new manifest ({format_path(path)} {msg}); "
                             "nothing is applied")
         pair.why_not_applied = f"the API server rejects it at {format_path(path)}"
+        pair.cause = "schema"
         return "not-applied"
     manager = external_manager({"spec": a_spec})
     if manager is not None:
@@ -108,6 +111,7 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
         pair.reasons.append(f"KubeRay's validation fails ({format_path(path)}: {msg}): the operator marks "
                             "the RayService ValidationFailed and does nothing")
         pair.why_not_applied = f"KubeRay's validation rejects {format_path(path)}"
+        pair.cause = "validation"
         return "not-applied"
     if rules.has_rayservice_suspend:
         was, now = is_true(b_spec.get("suspend")), is_true(a_spec.get("suspend"))
@@ -121,6 +125,7 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
         if now and was and real:
             pair.reasons.append("the RayService stays suspended: nothing is applied until it resumes")
             pair.why_not_applied = "the RayService stays suspended"
+            pair.cause = "suspended"
             return "not-applied"
     if external_manager({"spec": b_spec}) is not None:
         pair.reasons.append("spec.managedBy no longer names another controller: this operator takes the "
@@ -136,6 +141,7 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
             pair.reasons.append(f"the cluster spec changed but {how}: the change is silently not "
                                 "applied (only an operator log line)")
             pair.why_not_applied = f"{how.split(' with the ')[0]}: the cluster change is silently not applied"
+            pair.cause = "strategy-none"
             return "not-applied"
         if strategy == "incremental":
             pair.reasons.append("the cluster spec changed: KubeRay builds a new RayCluster and shifts "
@@ -163,6 +169,7 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
                 "bounds from the RayCluster); they take effect only at the next new-cluster rollout or "
                 "when a worker group is appended (kuberay#2331, #4568)")
             pair.why_not_applied = f"{' and '.join(fields)} never reach the running RayCluster"
+            pair.cause = "bounds"
             return "not-applied"
         if autoscaling:
             pair.reasons.append("only replicas/workersToDelete changed and in-tree autoscaling is on: "
@@ -171,11 +178,13 @@ def predict_rollout(pair: Pair, engine: Engine, b_spec: Mapping[str, Any], a_spe
         pair.reasons.append("only replicas/workersToDelete changed: KubeRay never propagates them to the "
                             "running RayCluster on their own")
         pair.why_not_applied = "replica fields alone never reach the running RayCluster"
+        pair.cause = "replicas"
         return "not-applied"
     if Category.OPERATOR_IGNORED in real:
         pair.reasons.append("only fields KubeRay leaves out of its comparison changed (tolerations, "
                             "schedulingGates, rayClusterConfig.suspend...): nothing reaches the cluster")
         pair.why_not_applied = "KubeRay leaves these fields out of its comparison"
+        pair.cause = "ignored"
         return "not-applied"
     if real:
         pair.reasons.append("only RayService-level fields changed: no RayCluster is touched")

@@ -166,6 +166,8 @@ def _resource(r: ResourceReport, compact: bool) -> list[str]:
     if r.source:
         lines += [f"<sub>{r.source}</sub>", ""]
     lines += [f"- {reason}" for reason in r.reasons] + [""]
+    if r.next_steps:
+        lines += ["**Ways out**", "", *(f"{i}. {step}" for i, step in enumerate(r.next_steps, 1)), ""]
     if r.capacity.extra:
         lines += [f"**Extra capacity needed:** {_amounts(r.capacity.extra)}"
                   f" (basis: {r.capacity.basis})", ""]
