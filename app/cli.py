@@ -26,20 +26,29 @@ class UsageError(Exception):
 
 
 def _headroom(values: Sequence[str] | None) -> dict[str, str] | None:
+    """``--headroom RESOURCE=N ...``; a negative, non-numeric or absurd N is a usage error."""
+    from diffing.policy import amount_of
+
     if not values:
         return None
     out = {}
     for item in values:
         name, sep, amount = item.partition("=")
+        name, amount = name.strip(), amount.strip()
         if not sep or not name or not amount:
             raise UsageError(f"--headroom {item!r}: expected RESOURCE=N, e.g. nvidia.com/gpu=8")
-        out[name.strip()] = amount.strip()
+        try:
+            amount_of(name, amount, "headroom")
+        except DiffingError as exc:
+            raise UsageError(f"--headroom {item!r}: {getattr(exc, 'reason', exc)}") from None
+        out[name] = amount
     return out
 
 
 def add_analysis_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("markdown", "json"), default=None,
-                   help="output format (default: markdown on a terminal, else json)")
+    p.add_argument("--format", choices=("markdown", "json", "github", "sarif"), default=None,
+                   help="output format (default: markdown on a terminal, else json); github: workflow "
+                        "commands that annotate the lines of the change; sarif: SARIF 2.1.0")
     p.add_argument("--kuberay-version", default=None,
                    help="operator version whose rules apply (default 1.7.0 or "
                         "$RAYSERVICE_IMPACT_KUBERAY_VERSION)")
@@ -69,10 +78,20 @@ def render_options(args: argparse.Namespace) -> Any:
     return dataclasses.replace(options, kustomize=args.kustomize)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rayservice-impact")
+    except PackageNotFoundError:
+        return "0 (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rayservice-impact",
         description="Predict what the KubeRay operator does with a RayService change, and what it costs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("analyze", help="compare two manifest files or folders")
     p.add_argument("before", help="YAML file, or a kustomization / chart folder, before the change "
@@ -81,9 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_analysis_options(p)
     add_render_options(p)
     p = sub.add_parser("git", help="compare what two git revisions deploy (rendered kustomize, Helm, "
-                                   "Argo CD Applications, plain YAML)")
-    p.add_argument("base")
-    p.add_argument("head")
+                                   "Argo CD Applications, plain YAML)",
+                       description="BASE HEAD (or BASE..HEAD) compares the two revisions as they are; "
+                                   "BASE...HEAD compares the merge base of BASE and HEAD with HEAD "
+                                   "(what HEAD changed since it branched off), as git diff does.")
+    p.add_argument("base", metavar="BASE", help="base revision, or a range BASE..HEAD / BASE...HEAD")
+    p.add_argument("head", metavar="HEAD", nargs="?", default=None,
+                   help="head revision (omitted with a range)")
     p.add_argument("--repo", default=".", help="repository path (default: .)")
     p.add_argument("--paths", nargs="+", action="extend", metavar="GLOB",
                    help="only changes to these pathspecs (default: every file; *.yaml *.yml "
@@ -125,11 +148,19 @@ def analysis_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def format_report(report: diffing.Report, fmt: str | None) -> str:
+def format_report(report: diffing.Report, fmt: str | None, locate: Any = None) -> str:
     if fmt is None:
         fmt = "markdown" if sys.stdout.isatty() else "json"
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    if fmt in ("github", "sarif"):
+        from diffing.render.annotations import annotate, render_github, render_sarif
+
+        items = annotate(report, locate)
+        if fmt == "github":
+            return render_github(items)
+        sarif = render_sarif(report, items, version=_version())
+        return json.dumps(sarif, indent=2, ensure_ascii=False) + "\n"
     return diffing.render_markdown(report)
 
 
@@ -153,33 +184,62 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _cmd_git(args: argparse.Namespace) -> int:
-    from .gitdiff import GitError, changed_manifests
+    from .gitdiff import GitError, changed_manifests, resolve_range
 
     kwargs = analysis_kwargs(args)
+    locate = None
     try:
+        base, head = resolve_range(args.repo, args.base, args.head)
         if args.render == "none":
-            before, after = changed_manifests(args.repo, args.base, args.head, args.paths)
+            before, after = changed_manifests(args.repo, base, head, args.paths)
             report = diffing.analyze(before, after, **kwargs)
         else:
             from .render.pipeline import analyze_rendered
             from .render.repo import render_git_range
 
-            rendered = render_git_range(args.repo, args.base, args.head, args.paths,
+            rendered = render_git_range(args.repo, base, head, args.paths,
                                         render_options(args), repo_url=args.repo_url)
             report = analyze_rendered(rendered, **kwargs)
+            locate = _head_locator(rendered, args.repo, head)
     except GitError as exc:
         raise UsageError(str(exc)) from None
-    sys.stdout.write(format_report(report, args.format))
+    sys.stdout.write(format_report(report, args.format, locate))
     return report.exit_code
 
 
+def _head_locator(rendered: Any, repo: str, head: str) -> Any:
+    """Annotations for rendered roots point at the PR's own files, read at ``head``."""
+    from .annotate import rendered_locator
+    from .gitdiff import GitError, show_text
+
+    def read(path: str) -> str | None:
+        try:
+            return show_text(repo, head, path)
+        except GitError:
+            return None
+
+    return rendered_locator(rendered, read)
+
+
+def _server_extra(command: str) -> None:
+    """A CLI-only install has no server stack: say how to get it instead of a traceback."""
+    import importlib.util
+
+    missing = [m for m in ("fastapi", "uvicorn", "kubernetes") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UsageError(f"{command} needs the server extra ({', '.join(missing)} missing): "
+                         "pip install 'rayservice-impact[server]'")
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
+    _server_extra("serve")
     from .server import run
 
     return run(host=args.host, port=args.port)
 
 
 def _cmd_argocd(args: argparse.Namespace) -> int:
+    _server_extra("argocd-presync")
     from .hooks.argocd import run_presync
 
     return run_presync(args, analysis_kwargs(args))

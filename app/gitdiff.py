@@ -45,6 +45,42 @@ def _git(repo: str, *args: str) -> bytes:
     return proc.stdout
 
 
+def resolve_range(repo: str, base: str, head: str | None = None) -> tuple[str, str]:
+    """(base, head) to compare, from the ``git`` command's arguments, as ``git diff`` reads them:
+
+    * ``BASE HEAD`` and ``BASE..HEAD``: the two revisions as they are;
+    * ``BASE...HEAD`` (one argument): the merge base of BASE and HEAD (``git merge-base``) against
+      HEAD, i.e. what HEAD changed since it branched off, whatever BASE did since.
+
+    An empty side of a range is ``HEAD``, as for git. Git refuses ``..`` inside ref names, so the
+    dots can only be the range's."""
+    if head is not None:
+        if ".." in base:
+            raise GitError(f"{base!r} is a range already: give BASE HEAD, or one BASE..HEAD / BASE...HEAD")
+        return base, head
+    if "..." in base:
+        left, _, right = base.partition("...")
+        left, right = left or "HEAD", right or "HEAD"
+        for rev in (left, right):
+            _verify(repo, rev)
+        try:
+            merge_base = _git(repo, "merge-base", left, right).decode().strip()
+        except GitError:
+            raise GitError(f"{left} and {right} have no merge base in {repo}") from None
+        return merge_base, right
+    if ".." in base:
+        left, _, right = base.partition("..")
+        return left or "HEAD", right or "HEAD"
+    raise GitError(f"one revision {base!r}: give BASE HEAD, BASE..HEAD or BASE...HEAD")
+
+
+def _verify(repo: str, rev: str) -> None:
+    try:
+        _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except GitError:
+        raise GitError(f"unknown revision {rev!r} in {repo}") from None
+
+
 def _show(repo: str, rev: str, path: str) -> str:
     data = _git(repo, "show", f"{rev}:{path}")
     try:
@@ -54,6 +90,15 @@ def _show(repo: str, rev: str, path: str) -> str:
             # Never read as empty: that would make the RayService look deleted.
             raise GitError(f"{rev}:{path}: not UTF-8 text (byte {exc.start})") from None
         return ""  # not a text manifest, and no RayService in it
+
+
+def show_text(repo: str, rev: str, path: str) -> str:
+    """A file's text at ``rev`` (GitError when absent or not UTF-8)."""
+    data = _git(repo, "show", f"{rev}:{path}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GitError(f"{rev}:{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def _name_status(repo: str, base: str, head: str, pathspecs: Sequence[str]) -> list[tuple[str, str, str]]:

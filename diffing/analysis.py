@@ -74,10 +74,12 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
         for d in engine.differences(before, after):
             rule = rules.category_of(schema_path(d.path))
             category = Category.NO_OP if d.noop else rule.category
-            pair.changes.append(Change(d.path, category.value, d.before, d.after, d.note))
+            pair.changes.append(Change(d.path, category.value, d.before, d.after, d.note,
+                                       after.line(d.path) or before.line(d.path)))
         for s in serve.diff(b_serve, a_serve):
             category = Category.NO_OP if s.noop else Category.SERVE_IN_PLACE
-            pair.changes.append(Change(s.path, category.value, s.before, s.after, s.detail))
+            pair.changes.append(Change(s.path, category.value, s.before, s.after, s.detail,
+                                       after.line(("spec", "serveConfigV2"))))
         full_equal, partial_equal = engine.hash_compare(before, after)
         if not full_equal and partial_equal:
             n = len(seq(rcc_of(before.obj).get("workerGroupSpecs")))

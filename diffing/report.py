@@ -20,12 +20,15 @@ class Change:
     before: Any
     after: Any
     detail: str = ""
+    line: int | None = None  # in the after (or before) file, where a file has lines
 
     def to_dict(self) -> dict[str, Any]:
         out = {"path": format_path(self.path), "category": self.category,
                "before": _plain(self.before), "after": _plain(self.after)}
         if self.detail:
             out["detail"] = self.detail
+        if self.line is not None:
+            out["line"] = self.line
         return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -69,8 +70,7 @@ def mark_appended(change: Change, n: int) -> Change:
     if (len(p) == 4 and p[:3] == RCC + ("workerGroupSpecs",) and change.before is ABSENT
             and change.category == Category.CLUSTER_RECREATE.value
             and (isinstance(p[3], Key) or (isinstance(p[3], int) and p[3] >= n))):
-        return Change(p, Category.WORKER_GROUP_APPENDED.value, change.before, change.after,
-                      change.detail)
+        return dataclasses.replace(change, category=Category.WORKER_GROUP_APPENDED.value)
     return change
 
 

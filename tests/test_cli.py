@@ -141,3 +141,40 @@ def test_cli_git_unknown_revision_exit_2(tmp_path: Path, capsys: pytest.CaptureF
     _git(tmp_path, "init", "-q")
     assert cli.main(["git", "nope", "HEAD", "--repo", str(tmp_path)]) == 2
     assert "unknown revision 'nope'" in capsys.readouterr().err
+
+
+CLI_ONLY = """
+import sys
+SERVER = ("fastapi", "starlette", "uvicorn", "kubernetes", "prometheus_client", "jwt")
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in SERVER:
+            raise ImportError(f"{name} is not installed (blocked by the test)")
+        return None
+sys.meta_path.insert(0, Block())
+import importlib.util
+_find = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *a: None if name.split(".")[0] in (
+    "fastapi", "uvicorn", "kubernetes") else _find(name, *a)
+from app.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(("args", "code", "says"), [
+    (["analyze", "samples/gpu-image-bump/before.yaml", "samples/gpu-image-bump/after.yaml"], 3, ""),
+    (["serve"], 2, "pip install 'rayservice-impact[server]'"),
+    (["argocd-presync", "--app", "x"], 2, "pip install 'rayservice-impact[server]'"),
+])
+def test_cli_only_install_needs_no_server_stack(args: list[str], code: int, says: str) -> None:
+    """`pipx install rayservice-impact` (no [server] extra): analyze works; serve says what to install."""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", CLI_ONLY, *args], cwd=root, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == code, proc.stderr
+    assert says in proc.stderr
+
+
+def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("rayservice-impact ")

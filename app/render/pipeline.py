@@ -45,6 +45,7 @@ class RenderedChange:
     after: list[Source] = field(default_factory=list)
     notes: list[Finding] = field(default_factory=list)
     rendered: list[str] = field(default_factory=list)   # labels of the roots compared
+    root_files: dict[str, list[str]] = field(default_factory=dict)  # label -> changed paths it reads
     renders: int = 0                                     # renderer runs (after de-duplication)
 
 
@@ -85,6 +86,7 @@ def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterabl
             rb, rh = disc_b.roots.get(rid), disc_h.roots.get(rid)
             main = rh or rb
             assert main is not None
+            out.root_files[main.label] = sorted(p for p in paths if main.reads(p))
             texts: dict[str, str] = {}
             failure = ""
             for side, snap in (("base", base), ("head", head)):
