@@ -200,25 +200,14 @@ def _cmd_git(args: argparse.Namespace) -> int:
             rendered = render_git_range(args.repo, base, head, args.paths,
                                         render_options(args), repo_url=args.repo_url)
             report = analyze_rendered(rendered, **kwargs)
-            locate = _head_locator(rendered, args.repo, head)
+            from .annotate import rendered_locator
+
+            locate = rendered_locator(rendered, rendered.read_head)  # the PR's own lines, for annotations
     except GitError as exc:
         raise UsageError(str(exc)) from None
     sys.stdout.write(format_report(report, args.format, locate))
     return report.exit_code
 
-
-def _head_locator(rendered: Any, repo: str, head: str) -> Any:
-    """Annotations for rendered roots point at the PR's own files, read at ``head``."""
-    from .annotate import rendered_locator
-    from .gitdiff import GitError, show_text
-
-    def read(path: str) -> str | None:
-        try:
-            return show_text(repo, head, path)
-        except GitError:
-            return None
-
-    return rendered_locator(rendered, read)
 
 
 def _server_extra(command: str) -> None:

@@ -92,15 +92,6 @@ def _show(repo: str, rev: str, path: str) -> str:
         return ""  # not a text manifest, and no RayService in it
 
 
-def show_text(repo: str, rev: str, path: str) -> str:
-    """A file's text at ``rev`` (GitError when absent or not UTF-8)."""
-    data = _git(repo, "show", f"{rev}:{path}")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise GitError(f"{rev}:{path}: not UTF-8 text (byte {exc.start})") from None
-
-
 def _name_status(repo: str, base: str, head: str, pathspecs: Sequence[str]) -> list[tuple[str, str, str]]:
     """(status letter, old path, new path) of every file changed from ``base`` to ``head``."""
     for rev in (base, head):

@@ -46,6 +46,10 @@ class RenderedChange:
     notes: list[Finding] = field(default_factory=list)
     rendered: list[str] = field(default_factory=list)   # labels of the roots compared
     root_files: dict[str, list[str]] = field(default_factory=dict)  # label -> changed paths it reads
+    head_texts: dict[str, str] = field(default_factory=dict)  # those files' text at head (annotations)
+
+    def read_head(self, path: str) -> str | None:
+        return self.head_texts.get(path)
     renders: int = 0                                     # renderer runs (after de-duplication)
 
 
@@ -87,6 +91,10 @@ def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterabl
             main = rh or rb
             assert main is not None
             out.root_files[main.label] = sorted(p for p in paths if main.reads(p))
+            if head is not None:
+                for p in out.root_files[main.label]:
+                    if p not in out.head_texts and (text := _small_text(head, p)) is not None:
+                        out.head_texts[p] = text
             texts: dict[str, str] = {}
             failure = ""
             for side, snap in (("base", base), ("head", head)):
@@ -192,6 +200,21 @@ class _Renderer:
             return _RENDER[src.type](snap, src, self.options)
         except RenderError as exc:
             raise _Failed(exc.tool, repo_paths(exc.message, snap.root)) from None
+
+
+def _small_text(snap: Snapshot, rel: str, limit: int = 1 << 20) -> str | None:
+    """A changed file's text for annotations (None: absent, binary or over ``limit``)."""
+    try:
+        with open(snap.path(rel), "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError:
+        return None
+    if len(data) > limit:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def repo_paths(message: str, *roots: str) -> str:
