@@ -322,6 +322,40 @@ class GitHubClient:
                               "this API's own host")
         return str(target), same_origin
 
+    async def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
+        """``GET pulls/{n}``: its ``mergeable`` (null while GitHub computes it), ``merge_commit_sha``
+        (the test merge commit, ``refs/pull/{n}/merge``), ``head``/``base`` refs and SHAs."""
+        return (await self.request("GET", f"/repos/{_q(owner)}/{_q(repo)}/pulls/{number}")).json()
+
+    async def branch_tip(self, owner: str, repo: str, branch: str) -> str:
+        """The SHA a branch points at now (``GET git/ref/heads/{branch}``)."""
+        path = f"/repos/{_q(owner)}/{_q(repo)}/git/ref/heads/{quote(branch, safe='/')}"
+        data = (await self.request("GET", path, retry_404=True)).json()
+        return str(data["object"]["sha"])
+
+    async def compare(self, owner: str, repo: str, base: str, head: str) -> dict[str, Any]:
+        """``GET compare/{base}...{head}``: ``merge_base_commit``, ``status``, ``ahead_by``/``behind_by``
+        and ``files`` (GitHub lists at most 300 files of a comparison, on its first page)."""
+        basehead = f"{quote(base, safe='/')}...{quote(head, safe='/')}"
+        return (await self.request("GET", f"/repos/{_q(owner)}/{_q(repo)}/compare/{basehead}",
+                                   retry_404=True)).json()
+
+    async def tree_blobs(self, owner: str, repo: str, sha: str) -> tuple[dict[str, str], bool]:
+        """({path: blob SHA} of every file at ``sha``, truncated?) from ``GET git/trees/{sha}?recursive=1``
+        (GitHub truncates a recursive tree past 100 000 entries or 7 MB and says so)."""
+        data = (await self.request("GET", f"/repos/{_q(owner)}/{_q(repo)}/git/trees/{quote(sha, safe='')}",
+                                   params={"recursive": "1"}, retry_404=True)).json()
+        blobs = {str(e["path"]): str(e.get("sha", "")) for e in data.get("tree", [])
+                 if e.get("type") in ("blob", "commit")}
+        return blobs, bool(data.get("truncated"))
+
+    async def collaborator_permission(self, owner: str, repo: str, user: str) -> dict[str, Any]:
+        """``GET collaborators/{user}/permission``: ``permission`` is the legacy base role (admin,
+        write, read, none: GitHub maps maintain to write and triage to read), ``role_name`` the
+        full role name."""
+        path = f"/repos/{_q(owner)}/{_q(repo)}/collaborators/{_q(user)}/permission"
+        return (await self.request("GET", path)).json()
+
     def issue_comments(self, owner: str, repo: str, number: int) -> AsyncIterator[dict[str, Any]]:
         return self.paginate(f"/repos/{_q(owner)}/{_q(repo)}/issues/{number}/comments")
 

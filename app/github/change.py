@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,9 @@ class PayloadError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PullRequest:
+    """What one job analyses: a pull request (``number``), or a merge queue's merge group
+    (``merge_group_ref`` set, ``number`` 0: its base and head are the group's commits)."""
+
     owner: str
     repo: str
     number: int
@@ -30,17 +34,29 @@ class PullRequest:
     installation_id: int | None = None
     repo_url: str = ""              # repository.clone_url (else html_url): tells this repo's
                                     # Argo CD Applications from others'
+    base_ref: str = ""              # the base branch's name (pull_request.base.ref)
+    merge_group_ref: str = ""       # merge_group.head_ref (a merge queue's group)
+    requested_by: str = ""          # who asked for this run (``/rayservice-impact rerun``)
 
     @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.owner.lower(), self.repo.lower(), self.number)
+    def key(self) -> tuple[str, str, int | str]:
+        """One queue per pull request; every merge group has its own (they do not supersede)."""
+        return (self.owner.lower(), self.repo.lower(), self.merge_group_ref or self.number)
+
+    @property
+    def is_merge_group(self) -> bool:
+        return bool(self.merge_group_ref)
 
     @property
     def full_name(self) -> str:
+        if self.merge_group_ref:
+            return f"{self.owner}/{self.repo} merge group {self.merge_group_ref.removeprefix('refs/heads/')}"
         return f"{self.owner}/{self.repo}#{self.number}"
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> PullRequest:
+        """From a ``pull_request`` event, or any payload with ``pull_request`` (a pull object of
+        ``GET pulls/{n}``) and ``repository``."""
         try:
             pr, repo = payload["pull_request"], payload["repository"]
             installation = payload.get("installation") or {}
@@ -48,9 +64,30 @@ class PullRequest:
                        base_sha=str(pr["base"]["sha"]), head_sha=str(pr["head"]["sha"]),
                        updated_at=str(pr.get("updated_at") or ""),
                        installation_id=int(installation["id"]) if "id" in installation else None,
-                       repo_url=str(repo.get("clone_url") or repo.get("html_url") or ""))
-        except (KeyError, TypeError, ValueError) as exc:
+                       repo_url=str(repo.get("clone_url") or repo.get("html_url") or ""),
+                       base_ref=str(pr["base"].get("ref") or ""))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise PayloadError(f"pull_request payload without {exc}") from None
+
+    @classmethod
+    def from_merge_group(cls, payload: dict[str, Any]) -> PullRequest:
+        """From a ``merge_group`` event: ``merge_group.head_sha`` is the commit the queue would
+        merge (what gets the status), ``base_sha`` its parent on the target branch."""
+        try:
+            group, repo = payload["merge_group"], payload["repository"]
+            installation = payload.get("installation") or {}
+            head_ref = str(group["head_ref"])
+            if not head_ref:
+                raise KeyError("merge_group.head_ref")
+            return cls(owner=str(repo["owner"]["login"]), repo=str(repo["name"]), number=0,
+                       base_sha=str(group["base_sha"]), head_sha=str(group["head_sha"]),
+                       updated_at=str((group.get("head_commit") or {}).get("timestamp") or ""),
+                       installation_id=int(installation["id"]) if "id" in installation else None,
+                       repo_url=str(repo.get("clone_url") or repo.get("html_url") or ""),
+                       base_ref=str(group.get("base_ref") or "").removeprefix("refs/heads/"),
+                       merge_group_ref=head_ref)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PayloadError(f"merge_group payload without {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +117,11 @@ def plan_fetches(entry: dict[str, Any]) -> tuple[str | None, str | None]:
     return (base if is_yaml(base) else None), (head if is_yaml(head) else None)
 
 
+async def _aiter(items: Iterable[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+    for item in items:
+        yield item
+
+
 async def fetch_changed_paths(gh: GitHubClient, pr: PullRequest) -> tuple[set[str], int]:
     """(every path the PR touched, both names of a rename; how many files GitHub listed).
 
@@ -96,11 +138,17 @@ async def fetch_changed_paths(gh: GitHubClient, pr: PullRequest) -> tuple[set[st
     return paths, listed
 
 
-async def fetch_change(gh: GitHubClient, pr: PullRequest) -> Change:
-    """Every changed YAML file holding a RayService on either side, as (source, text) pairs."""
+async def fetch_change(gh: GitHubClient, pr: PullRequest,
+                       entries: Iterable[dict[str, Any]] | None = None) -> Change:
+    """Every changed YAML file holding a RayService on either side, as (source, text) pairs.
+
+    ``entries``: the ``diff-entry`` list of the change (a merge group's comparison); default:
+    the pull request's files list.
+    """
     plans: list[tuple[str | None, str | None]] = []
     listed = 0
-    async for entry in gh.pull_files(pr.owner, pr.repo, pr.number):
+    source = _aiter(entries) if entries is not None else gh.pull_files(pr.owner, pr.repo, pr.number)
+    async for entry in source:
         listed += 1
         base, head = plan_fetches(entry)
         if base or head:

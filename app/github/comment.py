@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import diffing
 
@@ -15,6 +18,13 @@ _STAMP = re.compile(r"<!-- rayservice-impact:head=(?P<head>\w*) at=(?P<at>\S*) -
 STATE_FOR_DECISION = {"approve": "success", "ignore-differences": "success", "hold": "failure"}
 CONCLUSION_FOR_STATE = {"success": "success", "failure": "failure", "error": "failure"}
 NO_CHANGE = "No RayService changes in this pull request."
+REPLY_MARKER = "<!-- rayservice-impact:reply -->"   # our answers to commands: never commands themselves
+_STATE = re.compile(r"<!-- rayservice-impact:state=(?P<state>\w+) -->")
+_APPROVAL = re.compile(r"<!-- rayservice-impact:approved head=(?P<head>[0-9a-fA-F]+) by=(?P<by>[\w.\[\]-]+) "
+                       r"at=(?P<at>\S+) reason=(?P<reason>[\w=-]*) sig=(?P<sig>[0-9a-f]+) -->")
+_APPROVAL_BLOCK = re.compile(r"<!-- rayservice-impact:approved .*?<!-- /rayservice-impact:approved -->\n*",
+                             re.DOTALL)
+MAX_REASON = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +82,17 @@ def verdict_for_error(message: str, *, comment: bool = True) -> Verdict:
     return Verdict("error", shorten(text), markdown, shorten(text, 255))
 
 
-def render_body(markdown: str, *, head_sha: str = "", at: str = "", footer: str = "") -> str:
-    """The sticky comment: marker, hidden stamp, markdown (cut to fit, verdict kept), footer."""
+def render_body(markdown: str, *, head_sha: str = "", at: str = "", footer: str = "", state: str = "",
+                approval: str = "") -> str:
+    """The sticky comment: marker, hidden stamp, markdown (cut to fit, verdict kept), footer.
+
+    ``state``: the analysis' own gate (success | failure | error), stamped so that an approval
+    can tell whether there is a hold to accept; ``approval``: :meth:`Approval.block`, kept near
+    the top."""
     head = f"{MARKER}\n<!-- rayservice-impact:head={head_sha} at={at} -->\n"
+    if state:
+        head += f"<!-- rayservice-impact:state={state} -->\n"
+    head += approval
     tail = f"\n\n<sub>{footer}</sub>\n" if footer else "\n"
     room = MAX_BODY_CHARS - len(head) - len(tail)
     body = fit(markdown.rstrip("\n"), room)
@@ -110,4 +128,86 @@ def stamp_of(body: str) -> tuple[str, str] | None:
 
 
 def is_ours(body: str | None) -> bool:
-    return bool(body) and body.lstrip().startswith(MARKER)
+    return body is not None and body.lstrip().startswith(MARKER)
+
+
+def state_of(body: str) -> str:
+    """The analysis' own gate stamped into one of our comments ("" when not stamped)."""
+    m = _STATE.search(body or "")
+    return m["state"] if m else ""
+
+
+# -- the audited override: ``/rayservice-impact approve <reason>`` ---------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A maintainer accepted the hold of one head SHA. Kept in the sticky comment as a visible
+    line and a hidden stamp signed with the service's key (the webhook secret): a stamp pasted
+    by anyone else does not verify, so it approves nothing."""
+
+    head: str
+    by: str
+    at: str      # ISO 8601, UTC
+    reason: str
+
+    def _payload(self) -> bytes:
+        return f"rayservice-impact approval v1\n{self.head}\n{self.by}\n{self.at}\n{self.reason}".encode()
+
+    def signature(self, key: bytes) -> str:
+        return hmac.new(key, self._payload(), hashlib.sha256).hexdigest()
+
+    def stamp(self, key: bytes) -> str:
+        reason = base64.urlsafe_b64encode(self.reason.encode()).decode()
+        return (f"<!-- rayservice-impact:approved head={self.head} by={self.by} at={self.at} "
+                f"reason={reason} sig={self.signature(key)} -->")
+
+    def block(self, key: bytes) -> str:
+        """The stamp, the line people read, and an end mark (so a later run can replace it)."""
+        shown = " ".join(self.reason.split()).replace("<", "&lt;").replace(">", "&gt;")
+        when = self.at.replace("T", " ").replace("Z", " UTC")
+        return (f"{self.stamp(key)}\n> [!NOTE]\n> ✅ **Hold accepted** by @{self.by} on {when} for head "
+                f"`{self.head[:7]}`: {shown}\n<!-- /rayservice-impact:approved -->\n\n")
+
+    @property
+    def description(self) -> str:
+        return shorten(f"hold accepted by @{self.by}: {' '.join(self.reason.split())}")
+
+
+def approval_of(body: str, key: bytes) -> Approval | None:
+    """The approval stamped into ``body`` whose signature verifies under ``key``, if any."""
+    if not key:
+        return None
+    for m in _APPROVAL.finditer(body or ""):
+        try:
+            reason = base64.urlsafe_b64decode(m["reason"].encode()).decode()
+        except (ValueError, UnicodeDecodeError):
+            continue
+        approval = Approval(m["head"], m["by"], m["at"], reason)
+        if hmac.compare_digest(approval.signature(key), m["sig"]):
+            return approval
+    return None
+
+
+def without_approval(body: str) -> str:
+    return _APPROVAL_BLOCK.sub("", body)
+
+
+def with_approval(body: str, approval: Approval, key: bytes) -> str:
+    """``body`` (one of our comments) with ``approval`` in place of any earlier one, right after
+    the hidden stamps."""
+    lines = without_approval(body).split("\n")
+    at = 0
+    while at < len(lines) and lines[at].startswith("<!-- rayservice-impact"):
+        at += 1
+    head, rest = "\n".join(lines[:at]), "\n".join(lines[at:])
+    return f"{head}\n{approval.block(key)}{rest}"
+
+
+def approved(verdict: Verdict, approval: Approval) -> Verdict:
+    """The gate of a head whose hold a maintainer accepted: success, saying who and why."""
+    return replace(verdict, state="success", description=approval.description,
+                   title=shorten(approval.description, 255))
+
+
+def clean_reason(text: str) -> str:
+    return " ".join(text.split())[:MAX_REASON]

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .change import PullRequest
 from .flow import Outcome
 
 log = logging.getLogger(__name__)
 
-JobKey = tuple[tuple[str, str, int], str, str]   # (PR, base SHA, head SHA)
+PrKey = tuple[str, str, int | str]               # (owner, repo, number or merge group ref)
+JobKey = tuple[PrKey, str, str]                   # (PR, base SHA, head SHA)
+Command = Callable[[], Awaitable[Outcome]]
 Runner = Callable[[PullRequest, Callable[[], bool]], Awaitable[Outcome]]
 FINAL_STATES = ("success", "failure", "error")
 
@@ -28,9 +30,11 @@ class _Slot:
     pending: PullRequest | None = None
     running: PullRequest | None = None
     scheduled: bool = False
+    commands: deque[tuple[str, Command]] = field(default_factory=deque)  # PR comment commands, in order
+    busy: bool = False                                                   # a command is running
 
 
-class _Lru(OrderedDict[object, object]):
+class Lru(OrderedDict[object, object]):
     def __init__(self, size: int) -> None:
         super().__init__()
         self.size = size
@@ -48,14 +52,15 @@ class Dispatcher:
     def __init__(self, run: Runner, *, workers: int = 4, max_pending: int = 1000,
                  remember: int = 10_000) -> None:
         self._run, self._workers_n, self._max_pending = run, workers, max_pending
-        self._slots: dict[tuple[str, str, int], _Slot] = {}
-        self._latest: _Lru = _Lru(remember)     # PR -> (updated_at, job key) of the newest event
-        self._done: _Lru = _Lru(remember)       # job key -> final state
-        self._queue: asyncio.Queue[tuple[str, str, int]] = asyncio.Queue()
+        self._slots: dict[PrKey, _Slot] = {}
+        self._latest: Lru = Lru(remember)     # PR -> (updated_at, job key) of the newest event
+        self._done: Lru = Lru(remember)       # job key -> final state
+        self._queue: asyncio.Queue[PrKey] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._idle = asyncio.Event()
         self._idle.set()
-        self.outcomes: _Lru = _Lru(256)         # job key -> Outcome, for logs and tests
+        self.outcomes: Lru = Lru(256)         # job key -> Outcome, for logs and tests
+        self.command_outcomes: Lru = Lru(256)  # command label -> Outcome
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(self._worker(), name=f"github-worker-{i}")
@@ -76,16 +81,19 @@ class Dispatcher:
         """Wait until no job is queued or running."""
         await self._idle.wait()
 
-    def submit(self, pr: PullRequest) -> str:
+    def submit(self, pr: PullRequest, *, force: bool = False) -> str:
         """``queued`` | ``duplicate`` (same PR, base and head already queued, running or done) |
-        ``stale`` (an event newer than this one was seen) | ``busy`` (too many PRs waiting)."""
+        ``stale`` (an event newer than this one was seen) | ``busy`` (too many PRs waiting).
+
+        ``force`` (``/rayservice-impact rerun``): analyse again even when this job already ran."""
         key = job_key(pr)
         slot = self._slots.get(pr.key)
-        if key in self._done or (slot and key in {job_key(p) for p in (slot.pending, slot.running) if p}):
-            return "duplicate"
-        latest = self._latest.get(pr.key)
-        if latest is not None and pr.updated_at and latest[0] > pr.updated_at:  # type: ignore[index]
-            return "stale"
+        if not force:
+            if key in self._done or (slot and key in {job_key(p) for p in (slot.pending, slot.running) if p}):
+                return "duplicate"
+            latest = self._latest.get(pr.key)
+            if latest is not None and pr.updated_at and latest[0] > pr.updated_at:  # type: ignore[index]
+                return "stale"
         if slot is None:
             if len(self._slots) >= self._max_pending:
                 return "busy"
@@ -95,11 +103,26 @@ class Dispatcher:
                      slot.pending.head_sha[:7])
         slot.pending = pr
         self._latest.put(pr.key, (pr.updated_at, key))
-        if not slot.scheduled and slot.running is None:
+        self._schedule(pr.key, slot)
+        return "queued"
+
+    def submit_command(self, pr_key: PrKey, label: str, command: Command) -> str:
+        """Run ``command`` in the pull request's queue: after the job running now, before a queued
+        analysis, never superseded (a command is not a newer head)."""
+        slot = self._slots.get(pr_key)
+        if slot is None:
+            if len(self._slots) >= self._max_pending:
+                return "busy"
+            slot = self._slots[pr_key] = _Slot()
+        slot.commands.append((label, command))
+        self._schedule(pr_key, slot)
+        return "queued"
+
+    def _schedule(self, pr_key: PrKey, slot: _Slot) -> None:
+        if not slot.scheduled and slot.running is None and not slot.busy:
             slot.scheduled = True
             self._idle.clear()
-            self._queue.put_nowait(pr.key)
-        return "queued"
+            self._queue.put_nowait(pr_key)
 
     def forget(self, pr: PullRequest) -> None:
         """A closed PR: drop its queued job (a running one finishes)."""
@@ -116,7 +139,23 @@ class Dispatcher:
             pr_key = await self._queue.get()
             slot = self._slots[pr_key]
             slot.scheduled = False
-            pr, slot.pending = slot.pending, None
+            pr = None
+            if slot.commands:
+                label, command = slot.commands.popleft()
+                slot.busy = True
+                try:
+                    outcome = await command()
+                    log.info("github %s: %s: %s", pr_key, label, outcome.state)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # noqa: BLE001 - one command's bug must not kill the worker
+                    log.exception("github %s: %s failed", pr_key, label)
+                    outcome = Outcome("failed")
+                finally:
+                    slot.busy = False
+                self.command_outcomes.put(label, outcome)
+            else:
+                pr, slot.pending = slot.pending, None
             if pr is not None:
                 slot.running = pr
                 try:
@@ -133,7 +172,7 @@ class Dispatcher:
                     self._done.put(job_key(pr), outcome.state)
                 log.info("github %s head %s: %s (comment %s)", pr.full_name, pr.head_sha[:7],
                          outcome.state, outcome.comment)
-            if slot.pending is not None:
+            if slot.pending is not None or slot.commands:
                 slot.scheduled = True
                 self._queue.put_nowait(pr_key)
             else:

@@ -1,8 +1,12 @@
-"""One pull request, end to end: read the change, analyse it, post comment, status, check run.
+"""One pull request (or merge group), end to end: read the change, analyse it, post comment,
+status, check run.
 
-The change is what the PR deploys, rendered at both revisions (:mod:`.rendering`: from the
+The change is what runs now against what the merge would deploy (:mod:`.revisions`: the base
+branch's tip and GitHub's test merge commit), rendered at both (:mod:`.rendering`: from the
 repository tarballs, or by Argo CD when it is configured); with ``RAYSERVICE_IMPACT_RENDER=none``
-it is the changed RayService files as they are (:func:`.change.fetch_change`).
+it is the changed RayService files as they are (:func:`.change.fetch_change`). The status and
+check run go on the head SHA; a hold a maintainer accepted for that very SHA
+(:mod:`.commands`) is posted as success.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from app.render.pipeline import RenderedChange, RenderOptions, analyze_rendered
 
 from .change import PullRequest, fetch_change
 from .comment import (
+    Approval,
     Verdict,
+    approval_of,
+    approved,
     is_ours,
     no_change_body,
     render_body,
@@ -33,6 +40,7 @@ from .comment import (
     verdict_for_report,
 )
 from .rendering import RenderedPull, render_pull
+from .revisions import MERGEABLE_WAITS, NOTE_PR_FILES_CAP, merge_group_entries, resolve
 
 if TYPE_CHECKING:
     from app.workers import AnalysisPool
@@ -53,6 +61,10 @@ class AnalysisOptions:
     render: str = "none"
     render_options: RenderOptions = field(default_factory=RenderOptions)
     tarball_max_bytes: int = 200 * 1024 * 1024
+    # Signs and verifies ``/rayservice-impact approve`` stamps (the webhook secret); empty: the
+    # stamps are neither written nor honoured.
+    approval_key: bytes = b""
+    mergeable_waits: tuple[float, ...] = MERGEABLE_WAITS  # polling GET pulls/{n} while mergeable is null
 
 
 @dataclass(slots=True)
@@ -92,6 +104,11 @@ async def analyse_rendered(rendered: RenderedChange, options: AnalysisOptions) -
         timeout=options.timeout)
 
 
+def notes_text(notes: tuple[str, ...] | list[str]) -> str:
+    """Several notes as one (paragraphs of the comment's warning box)."""
+    return "\n>\n> ".join(notes)
+
+
 def footer_for(pr: PullRequest, via: str = "") -> str:
     """The comment's last line: the revisions compared and, when rendered, which way."""
     return f"rayservice-impact · base `{pr.base_sha[:7]}` → head `{pr.head_sha[:7]}`" + (
@@ -111,12 +128,15 @@ async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisO
     started = time.monotonic()
     timings: dict[str, float] = {}
     try:
-        change = await fetch_change(gh, pr)
+        # A pull request's files at its event's base and head (the files list is GitHub's
+        # merge-base diff); a merge group's at its base and head.
+        entries = await merge_group_entries(gh, pr) if pr.is_merge_group else None
+        change = await fetch_change(gh, pr, entries)
     except GitHubError as exc:
         log.error("%s: cannot read the change: %s", pr.full_name, exc)
         verdict = verdict_for_error(f"cannot read the change from GitHub ({exc})", comment=False)
         outcome = await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
-                                        timings=timings)
+                                        timings=timings, approval_key=options.approval_key)
         outcome.retryable = True
         return outcome
     timings["fetch"] = time.monotonic() - started
@@ -125,8 +145,7 @@ async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisO
     if not change.before and not change.after:
         verdict = verdict_for_no_change()
     else:
-        note = ("GitHub lists at most 3 000 files of a pull request; files past that were not analysed."
-                if change.is_truncated else "")
+        note = NOTE_PR_FILES_CAP if change.is_truncated and not pr.is_merge_group else ""
         try:
             report = await analyse(change.before, change.after, options)
         except diffing.ManifestError as exc:
@@ -142,7 +161,7 @@ async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisO
             verdict = verdict_for_report(report, note=note)
         timings["analyse"] = time.monotonic() - started
     return await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
-                                 timings=timings)
+                                 timings=timings, approval_key=options.approval_key)
 
 
 async def _run_rendered(gh: GitHubClient, pr: PullRequest, options: AnalysisOptions, *, check_run: bool,
@@ -152,11 +171,12 @@ async def _run_rendered(gh: GitHubClient, pr: PullRequest, options: AnalysisOpti
 
     async def publish(verdict: Verdict, footer: str | None = None) -> Outcome:
         return await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
-                                     timings=timings, footer=footer)
+                                     timings=timings, footer=footer, approval_key=options.approval_key)
 
     try:
+        revisions = await resolve(gh, pr, waits=options.mergeable_waits)
         pull = await render_pull(gh, pr, options.render_options, tarball_max_bytes=options.tarball_max_bytes,
-                                 argocd=argocd)
+                                 argocd=argocd, revisions=revisions)
     except GitHubError as exc:
         log.error("%s: cannot read the change: %s", pr.full_name, exc)
         verdict = verdict_for_error(f"cannot read the change from GitHub ({exc})", comment=False)
@@ -178,7 +198,8 @@ async def _run_rendered(gh: GitHubClient, pr: PullRequest, options: AnalysisOpti
         return Outcome("superseded")
     verdict = await _verdict_for_rendered(pr, pull, options)
     timings["analyse"] = time.monotonic() - started
-    return await publish(verdict, footer_for(pr, pull.via))
+    footer = revisions.footer(pull.via) + (f" · re-run by @{pr.requested_by}" if pr.requested_by else "")
+    return await publish(verdict, footer)
 
 
 def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str) -> Verdict:
@@ -199,8 +220,7 @@ async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: An
     rendered = pull.rendered
     if not rendered.before and not rendered.after and not rendered.notes:
         return verdict_for_no_change()
-    note = ("GitHub lists at most 3 000 files of a pull request; files past that were not analysed."
-            if pull.is_truncated else "")
+    note = notes_text(pull.revisions.all_notes if pull.revisions is not None else ())
     if options.pool is not None:  # worker processes: a runaway analysis is killed, not waited for
         live = await live_basis_for_texts(rendered.after, enabled=options.live_enabled,
                                           kuberay_version=options.kuberay_version, headroom=None,
@@ -233,21 +253,39 @@ async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: An
 
 async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *, check_run: bool = False,
                           is_current: Callable[[], bool] = lambda: True,
-                          timings: dict[str, float] | None = None, footer: str | None = None) -> Outcome:
-    """Sticky comment, then the status on the head SHA, then (App only) the check run."""
+                          timings: dict[str, float] | None = None, footer: str | None = None,
+                          approval_key: bytes = b"") -> Outcome:
+    """Sticky comment, then the status on the head SHA, then (App only) the check run.
+
+    A merge group gets no comment (there is no pull request to comment on). A hold whose head a
+    maintainer accepted (a verified approval stamp in the sticky comment for this very head
+    SHA) keeps the approval line and posts success."""
     timings = {} if timings is None else timings
     started = time.monotonic()
     if not is_current():
         return Outcome("superseded")
     outcome = Outcome(verdict.state, verdict.description, timings=timings)
-    try:
-        outcome.comment = await post_sticky_comment(gh, pr, verdict, footer=footer)
-    except GitHubError as exc:
-        log.error("%s: comment not posted: %s", pr.full_name, exc)
-        outcome.comment = "failed"
+    if not pr.is_merge_group:
+        try:
+            outcome.comment, approval = await _post_sticky(gh, pr, verdict, footer, approval_key)
+        except GitHubError as exc:
+            log.error("%s: comment not posted: %s", pr.full_name, exc)
+            outcome.comment, approval = "failed", None
+        if approval is not None and verdict.state != "success":
+            log.info("%s: hold accepted by @%s for head %s", pr.full_name, approval.by, pr.head_sha[:7])
+            verdict = approved(verdict, approval)
+            outcome.state, outcome.description = verdict.state, verdict.description
     if not is_current():  # a newer head arrived while we wrote the comment: its run posts the rest
         outcome.state = "superseded"
         return outcome
+    await post_gate(gh, pr, verdict, outcome, check_run=check_run)
+    timings["publish"] = time.monotonic() - started
+    return outcome
+
+
+async def post_gate(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome: Outcome, *,
+                    check_run: bool) -> None:
+    """The ``rayservice-impact`` status (and, with an App, check run) on the head SHA."""
     try:
         await gh.create_status(pr.owner, pr.repo, pr.head_sha, verdict.state, verdict.description)
     except GitHubError as exc:
@@ -260,8 +298,6 @@ async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *
             outcome.check_run = True
         except GitHubError as exc:
             log.error("%s: check run not posted: %s", pr.full_name, exc)
-    timings["publish"] = time.monotonic() - started
-    return outcome
 
 
 async def find_sticky_comment(gh: GitHubClient, pr: PullRequest) -> dict[str, Any] | None:
@@ -273,27 +309,40 @@ async def find_sticky_comment(gh: GitHubClient, pr: PullRequest) -> dict[str, An
 
 
 async def post_sticky_comment(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *,
-                              footer: str | None = None) -> str:
+                              footer: str | None = None, approval_key: bytes = b"") -> str:
     """Create or edit the one comment carrying the marker; never let an older run overwrite a
     newer one (the stamp's ``at`` is the PR's ``updated_at`` the run started from)."""
+    return (await _post_sticky(gh, pr, verdict, footer, approval_key))[0]
+
+
+async def _post_sticky(gh: GitHubClient, pr: PullRequest, verdict: Verdict, footer: str | None,
+                       key: bytes) -> tuple[str, Approval | None]:
+    """(what happened to the comment, the approval it carries for this head SHA, if any)."""
     existing = await find_sticky_comment(gh, pr)
     if footer is None:
         footer = footer_for(pr)
+    approval = approval_of(existing.get("body", ""), key) if existing is not None else None
+    if approval is not None and approval.head != pr.head_sha:
+        approval = None  # a new push clears it: the approval was for another head
     if verdict.markdown is None:
         if existing is None:
-            return "none"
+            return "none", None
+        if verdict.state != "success":  # could not read the change: leave the last result standing
+            return "none", None
         body = no_change_body(pr.head_sha, pr.updated_at)
+        approval = None
     else:
-        body = render_body(verdict.markdown, head_sha=pr.head_sha, at=pr.updated_at, footer=footer)
+        body = render_body(verdict.markdown, head_sha=pr.head_sha, at=pr.updated_at, footer=footer,
+                           state=verdict.state, approval=approval.block(key) if approval else "")
     if existing is None:
         await gh.create_comment(pr.owner, pr.repo, pr.number, body,
                                 find=lambda: find_sticky_comment(gh, pr))
-        return "created"
+        return "created", None
     stamp = stamp_of(existing.get("body", ""))
     if stamp and pr.updated_at and stamp[1] > pr.updated_at:
         log.info("%s: the comment holds a newer result (%s); not overwritten", pr.full_name, stamp[1])
-        return "stale"
+        return "stale", None
     if existing.get("body") == body:
-        return "unchanged"
+        return "unchanged", approval
     await gh.update_comment(pr.owner, pr.repo, int(existing["id"]), body)
-    return "updated"
+    return "updated", approval

@@ -5,10 +5,13 @@
     python -m app.github.post_comment --repo OWNER/REPO --pr N --sha "$HEAD" \\
         --markdown impact.md --json impact.json --exit-code "$(cat code)"
 
-Leaves the same sticky comment and ``rayservice-impact`` commit status as the webhook service.
-The token comes from ``GITHUB_TOKEN`` (or ``RAYSERVICE_IMPACT_GITHUB_TOKEN``), the API URL from
-``--api-url``, ``RAYSERVICE_IMPACT_GITHUB_API_URL`` or ``GITHUB_API_URL`` (set by Actions, GHES too).
-Exit status: 0 posted, 1 GitHub refused or could not be reached, 2 usage.
+Leaves the same sticky comment and ``rayservice-impact`` commit status as the webhook service
+(without ``--pr``: the status only, as for a merge queue's group). The token comes from
+``GITHUB_TOKEN`` (or ``RAYSERVICE_IMPACT_GITHUB_TOKEN``), the API URL from ``--api-url``,
+``RAYSERVICE_IMPACT_GITHUB_API_URL`` or ``GITHUB_API_URL`` (set by Actions, GHES too).
+Exit status: 0 posted, or not posted because the token is read-only (GitHub answered the first
+write with 403, as for a pull request from a fork: a ``::notice::`` says so); 1 GitHub refused
+otherwise or could not be reached; 2 usage.
 """
 
 from __future__ import annotations
@@ -24,23 +27,26 @@ from typing import Any
 
 import httpx
 
-from app.clients.github import GitHubClient, RetryPolicy, static_token
+from app.clients.github import GitHubClient, GitHubError, GitHubRetryExhausted, RetryPolicy, static_token
 
 from .change import PullRequest
 from .comment import Verdict, verdict_for_error, verdict_for_markdown, verdict_for_no_change
-from .flow import publish_verdict
+from .flow import post_sticky_comment
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m app.github.post_comment", description=__doc__.split("\n")[0])
     p.add_argument("--repo", required=True, help="OWNER/REPO")
-    p.add_argument("--pr", required=True, type=int, help="pull request number")
+    p.add_argument("--pr", type=int, default=None,
+                   help="pull request number (without it: the status only, e.g. for a merge group)")
     p.add_argument("--sha", required=True, help="head commit SHA that gets the status")
     p.add_argument("--base-sha", default="", help="base commit SHA (shown in the comment's footer)")
     p.add_argument("--markdown", required=True, type=Path, help="the CLI's --format markdown output")
     p.add_argument("--json", type=Path, help="the CLI's --format json output (summary, no-change detection)")
     p.add_argument("--exit-code", required=True, type=int, help="the CLI's exit code")
     p.add_argument("--error-file", type=Path, help="the CLI's standard error, shown when it failed")
+    p.add_argument("--note-file", type=Path, help="markdown shown in a warning box above the report")
+    p.add_argument("--footer-file", type=Path, help="the comment's last line (default: the commits)")
     p.add_argument("--api-url", default=None)
     p.add_argument("--retry-budget", type=float, default=60.0, help="seconds of retries per call")
     return p
@@ -61,25 +67,57 @@ def verdict_from_files(markdown: str, report_json: str | None, exit_code: int, e
     return verdict_for_markdown(markdown, exit_code, str(report.get("summary") or ""))
 
 
+class ReadOnly(Exception):
+    """The token cannot write here (GitHub answered the first write with a plain 403)."""
+
+
+def _read(path: Path | None) -> str:
+    return path.read_text(encoding="utf-8", errors="replace") if path and path.exists() else ""
+
+
+def _is_read_only(exc: GitHubError) -> bool:
+    # A rate limit is a 403 too, but the client retries those; what is left is a missing permission.
+    return exc.status == 403 and not isinstance(exc, GitHubRetryExhausted)
+
+
 async def post(args: argparse.Namespace, token: str, api_url: str,
                transport: httpx.AsyncBaseTransport | None = None) -> str:
     owner, _, repo = args.repo.partition("/")
-    pr = PullRequest(owner, repo, args.pr, args.base_sha, args.sha)
+    if args.pr is None:
+        pr = PullRequest(owner, repo, 0, args.base_sha, args.sha, merge_group_ref="(status only)")
+    else:
+        pr = PullRequest(owner, repo, args.pr, args.base_sha, args.sha)
+    markdown = _read(args.markdown)
+    note = _read(args.note_file).strip()
     verdict = verdict_from_files(
-        args.markdown.read_text(encoding="utf-8", errors="replace"),
-        args.json.read_text(encoding="utf-8") if args.json and args.json.exists() else None,
-        args.exit_code,
-        args.error_file.read_text(encoding="utf-8", errors="replace")
-        if args.error_file and args.error_file.exists() else "")
-    footer = "rayservice-impact" + (f" · base `{args.base_sha[:7]}`" if args.base_sha else "") + \
-        f" → head `{args.sha[:7]}`"
+        markdown, args.json.read_text(encoding="utf-8") if args.json and args.json.exists() else None,
+        args.exit_code, _read(args.error_file))
+    if note and verdict.markdown:
+        verdict = Verdict(verdict.state, verdict.description, f"> [!WARNING]\n> {note}\n\n{verdict.markdown}",
+                          verdict.title)
+    footer = _read(args.footer_file).strip() or ("rayservice-impact" + (
+        f" · base `{args.base_sha[:7]}`" if args.base_sha else "") + f" → head `{args.sha[:7]}`")
     async with httpx.AsyncClient(transport=transport, timeout=30, follow_redirects=True) as http:
         gh = GitHubClient(http, api_url, static_token(token),
                           retry=RetryPolicy(budget=args.retry_budget, write_interval=0.0))
-        outcome = await publish_verdict(gh, pr, verdict, footer=footer)
-    if outcome.state == "failed" or outcome.comment == "failed":
-        raise RuntimeError(f"status {outcome.state}, comment {outcome.comment}")
-    return f"{verdict.state}: {verdict.description} (comment {outcome.comment})"
+        comment, wrote, failure = "none", False, ""
+        if not pr.is_merge_group:
+            try:
+                comment = await post_sticky_comment(gh, pr, verdict, footer=footer)
+                wrote = comment in ("created", "updated")
+            except GitHubError as exc:
+                if _is_read_only(exc):
+                    raise ReadOnly(str(exc)) from None
+                comment, failure = "failed", str(exc)
+        try:
+            await gh.create_status(pr.owner, pr.repo, pr.head_sha, verdict.state, verdict.description)
+        except GitHubError as exc:
+            if _is_read_only(exc) and not wrote and not failure:
+                raise ReadOnly(str(exc)) from None
+            raise RuntimeError(f"status not posted ({exc}); comment {comment}") from None
+    if failure:
+        raise RuntimeError(f"comment not posted ({failure}); status {verdict.state} posted")
+    return f"{verdict.state}: {verdict.description} (comment {comment})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -95,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                or os.environ.get("GITHUB_API_URL") or "https://api.github.com").rstrip("/")
     try:
         print(f"rayservice-impact: {asyncio.run(post(args, token, api_url))}")
+    except ReadOnly as exc:
+        print(f"::notice title=rayservice-impact::not posted: the token cannot write to {args.repo} ({exc}); "
+              "the report is in the job summary and the job's outcome is the verdict")
+        return 0
     except (RuntimeError, OSError) as exc:
         print(f"post_comment: {exc}", file=sys.stderr)
         return 1

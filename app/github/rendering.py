@@ -9,10 +9,11 @@ Two ways, chosen by the configuration:
   pipeline as ``rayservice-impact git BASE HEAD`` (:func:`app.render.pipeline.render_change`),
   so the webhook and the CLI give the same report for the same commits.
 
-Either way the changed paths come from the pull request's files list (all files: a
-kustomization may read any of them). A revision whose tarball is over the cap or cannot be
-unpacked is a ``render-failed`` error finding naming it: the change is then held, never
-approved unseen.
+The two revisions are what runs now and what the merge would deploy (:mod:`.revisions`: the
+base branch's tip and GitHub's test merge commit, or a merge group's base and head), and the
+changed paths are those between them (all files: a kustomization may read any of them). A
+revision whose tarball is over the cap or cannot be unpacked is a ``render-failed`` error
+finding naming it: the change is then held, never approved unseen.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from app.render.snapshot import Snapshot, SnapshotError, tarball_snapshot
 from diffing import Finding
 
 from .argocd_render import render_with_argocd
-from .change import FILES_CAP, PullRequest, fetch_changed_paths
+from .change import PullRequest
+from .revisions import Revisions, resolve
 
 VIA_TARBALLS = "rendered from the repository tarballs"
 VIA_ARGOCD = "rendered by Argo CD"
@@ -42,25 +44,30 @@ class RenderedPull:
     rendered: RenderedChange
     files_listed: int
     via: str  # VIA_TARBALLS | VIA_ARGOCD: said in the comment
+    revisions: Revisions | None = None
 
     @property
     def is_truncated(self) -> bool:
-        return self.files_listed >= FILES_CAP
+        return self.revisions.is_truncated if self.revisions is not None else False
 
 
 async def render_pull(gh: GitHubClient, pr: PullRequest, options: RenderOptions, *, tarball_max_bytes: int,
-                      argocd: ArgoCDClient | None = None) -> RenderedPull:
-    """The pull request's affected roots (or Applications) rendered at both revisions.
+                      argocd: ArgoCDClient | None = None, revisions: Revisions | None = None) -> RenderedPull:
+    """What the pull request (or merge group) changes, rendered at both revisions: what runs now
+    and what the merge would deploy (``revisions``; resolved here when not given).
 
     Raises :class:`app.clients.github.GitHubError` when GitHub cannot be read and
     :class:`app.clients.argocd.ArgoCDError` when Argo CD cannot list its Applications.
     """
-    changed, listed = await fetch_changed_paths(gh, pr)
+    if revisions is None:
+        revisions = await resolve(gh, pr)
+    target = dataclasses.replace(pr, base_sha=revisions.base, head_sha=revisions.head)
+    changed = set(revisions.changed)
     if argocd is not None:
-        rendered = await render_with_argocd(argocd, pr, changed) if changed else RenderedChange()
-        return RenderedPull(rendered, listed, VIA_ARGOCD)
-    rendered = await render_from_tarballs(gh, pr, changed, options, max_bytes=tarball_max_bytes)
-    return RenderedPull(rendered, listed, VIA_TARBALLS)
+        rendered = await render_with_argocd(argocd, target, changed) if changed else RenderedChange()
+        return RenderedPull(rendered, revisions.pr_files_listed, VIA_ARGOCD, revisions)
+    rendered = await render_from_tarballs(gh, target, changed, options, max_bytes=tarball_max_bytes)
+    return RenderedPull(rendered, revisions.pr_files_listed, VIA_TARBALLS, revisions)
 
 
 async def render_from_tarballs(gh: GitHubClient, pr: PullRequest, changed: Iterable[str],

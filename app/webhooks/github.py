@@ -1,4 +1,9 @@
-"""``POST /webhooks/github``: signed pull_request events in, analysis in the background.
+"""``POST /webhooks/github``: signed events in, analysis in the background.
+
+``pull_request`` events are analysed (what the merge would change), ``merge_group``
+``checks_requested`` events too (a merge queue's group: status on its head SHA, no comment), and
+``issue_comment`` commands on pull requests (``/rayservice-impact approve <reason>`` and
+``/rayservice-impact rerun``, :mod:`app.github.commands`) are carried out.
 
 The signature (``X-Hub-Signature-256``, HMAC-SHA256 of the raw body) is checked before
 anything else; nothing is parsed, logged or called for a request that fails it. Accepted
@@ -22,7 +27,8 @@ from fastapi.responses import JSONResponse
 from app.clients.argocd import ArgoCDClient
 from app.clients.github import AppAuth, GitHubClient, GitHubError, RetryPolicy, static_token
 from app.github.change import PayloadError, PullRequest
-from app.github.dispatch import Dispatcher
+from app.github.commands import Command, parse_command, run_command
+from app.github.dispatch import Dispatcher, Lru
 from app.github.flow import AnalysisOptions, Outcome, run_pull_request
 from app.live import kubernetes_configured
 
@@ -66,9 +72,15 @@ def is_valid_signature(secret: bytes, body: bytes, header: str | None) -> bool:
 
 def should_analyse(event: str, payload: dict[str, Any]) -> tuple[bool, str]:
     """(analyse?, why not) for one delivery."""
+    action = payload.get("action")
+    if event == "merge_group":
+        # GitHub sends merge_group with action checks_requested when a merge queue builds a group
+        # whose required checks must report on merge_group.head_sha.
+        if action == "checks_requested":
+            return True, ""
+        return False, f"merge_group action {action!r} is not analysed"
     if event != "pull_request":
         return False, f"event {event!r} is not analysed"
-    action = payload.get("action")
     if action in ANALYSED_ACTIONS:
         return True, ""
     if action == "edited" and isinstance(payload.get("changes"), dict) and "base" in payload["changes"]:
@@ -106,7 +118,8 @@ class GitHubService:
             kubernetes_timeout=float(_tuning(settings, "kubernetes_timeout_seconds")),
             render=str(getattr(settings, "render", "none")),
             render_options=settings.render_options(),
-            tarball_max_bytes=int(settings.render_tarball_max_bytes), pool=pool)
+            tarball_max_bytes=int(settings.render_tarball_max_bytes), pool=pool,
+            approval_key=hashlib.sha256(b"rayservice-impact approvals\n" + self.secret).digest())
         self.retry = RetryPolicy(budget=float(_tuning(settings, "github_retry_budget_seconds")),
                                  write_interval=float(_tuning(settings, "github_write_interval_seconds")))
         self.app_auth: AppAuth | None = None
@@ -121,6 +134,7 @@ class GitHubService:
         self.argocd: ArgoCDClient | None = None
         self.dispatcher = Dispatcher(self._run, workers=int(_tuning(settings, "github_workers")),
                                      max_pending=int(_tuning(settings, "github_max_pending")))
+        self._comments_seen: Lru = Lru(10_000)  # comment ids whose command was taken (redeliveries)
 
     @asynccontextmanager
     async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
@@ -149,6 +163,30 @@ class GitHubService:
         return await run_pull_request(gh, pr, self.options, check_run=self.app_auth is not None,
                                       is_current=is_current, argocd=self.argocd)
 
+    async def _run_command(self, cmd: Command) -> Outcome:
+        try:
+            gh = await self._client_for(cmd.pr)
+        except GitHubError as exc:
+            log.error("github %s: cannot authenticate as the App installation: %s", cmd.pr.full_name, exc)
+            return Outcome("failed", retryable=True)
+        return await run_command(gh, cmd, key=self.options.approval_key, check_run=self.app_auth is not None,
+                                 submit=lambda pr: self.dispatcher.submit(pr, force=True))
+
+    def _command(self, payload: dict[str, Any], delivery: str) -> Response:
+        cmd, why = parse_command(payload)
+        if cmd is None:
+            return JSONResponse({"status": "ignored", "reason": why}, status_code=202)
+        if cmd.comment_id in self._comments_seen:
+            return JSONResponse({"status": "duplicate", "delivery": delivery[:64]}, status_code=202)
+        label = f"comment {cmd.comment_id}: {cmd.verb} by @{cmd.user}"
+        result = self.dispatcher.submit_command(cmd.pr.key, label, lambda: self._run_command(cmd))
+        log.info("github delivery %s: issue_comment %s on %s -> %s", delivery[:64], cmd.verb,
+                 cmd.pr.full_name, result)
+        if result == "busy":
+            return _error(503, "busy", "too many pull requests waiting; redeliver later")
+        self._comments_seen.put(cmd.comment_id, True)
+        return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
+
     async def _client_for(self, pr: PullRequest) -> GitHubClient:
         assert self.gh is not None
         if self.app_auth is not None:
@@ -175,6 +213,8 @@ class GitHubService:
             return _error(400, "malformed-json", "the body is not JSON")
         if not isinstance(payload, dict):
             return _error(400, "malformed-json", "the body is not a JSON object")
+        if event == "issue_comment":
+            return self._command(payload, delivery)
         analyse, why = should_analyse(event, payload)
         if not analyse:
             if event == "pull_request" and payload.get("action") == "closed":
@@ -184,7 +224,10 @@ class GitHubService:
                     pass
             return JSONResponse({"status": "ignored", "reason": why}, status_code=202)
         try:
-            pr = PullRequest.from_payload(payload)
+            if event == "merge_group":
+                pr = PullRequest.from_merge_group(payload)
+            else:
+                pr = PullRequest.from_payload(payload)
         except PayloadError as exc:
             return _error(400, "invalid-payload", str(exc))
         result = self.dispatcher.submit(pr)
@@ -221,7 +264,8 @@ def build_router(settings: Any, **kwargs: Any) -> APIRouter | None:
 
     @router.post("/webhooks/github", include_in_schema=True, status_code=202, tags=["github"])
     async def github_webhook(request: Request) -> Response:
-        """GitHub webhook: signed pull_request events are analysed in the background."""
+        """GitHub webhook: signed pull_request and merge_group events are analysed in the background;
+        issue_comment commands (/rayservice-impact approve, rerun) are carried out."""
         return await service.handle(request)
 
     router.service = service  # type: ignore[attr-defined]

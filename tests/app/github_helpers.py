@@ -115,3 +115,70 @@ def add_sample_pull(standin: GitHubStandIn, head_sha: str = HEAD_SHA, head: str 
 
 def statuses_for(standin: GitHubStandIn, sha: str) -> list[dict[str, Any]]:
     return [s for s in standin.statuses if s["sha"] == sha]
+
+
+# -- the PR gate: git-backed pull requests, merge groups, comment commands -------------------------
+
+GITOPS = Path(__file__).resolve().parent.parent / "render"   # tests/render/gitops.py: the repo builder
+TAG = "2.53.0-py311-cu128"
+
+
+def gitops_module() -> Any:
+    """tests/render/gitops.py (a real GitOps repository, kustomize base and overlays)."""
+    import sys
+
+    if str(GITOPS) not in sys.path:
+        sys.path.append(str(GITOPS))
+    import gitops
+
+    return gitops
+
+
+def pull_event(number: int, base_sha: str, head_sha: str, *, base_ref: str = "main",
+               action: str = "opened", updated_at: str = "2019-05-15T15:20:33Z",
+               head_repo: str | None = None) -> dict[str, Any]:
+    """GitHub's pull_request payload (the examples') for these commits and base branch."""
+    data = payload("pull_request.opened.repo-webhook.json", base=base_sha, head=head_sha,
+                   number=number, updated_at=updated_at, action=action)
+    data["pull_request"]["base"]["ref"] = base_ref
+    if head_repo is not None:
+        head = data["pull_request"]["head"]["repo"]
+        head.update(full_name=head_repo, name=head_repo.split("/")[1], fork=True)
+        head["owner"] = {**head["owner"], "login": head_repo.split("/")[0]}
+        data["pull_request"]["head"]["label"] = f"{head_repo.split('/')[0]}:changes"
+    if action == "synchronize":
+        data["before"], data["after"] = "0" * 40, head_sha
+    return data
+
+
+def merge_group_event(base_sha: str, head_sha: str, *, pr: int = 2, base_ref: str = "main",
+                      action: str = "checks_requested") -> dict[str, Any]:
+    """tests/data/github/merge_group.checks_requested.json for these commits."""
+    data = json.loads(payload_bytes("merge_group.checks_requested.json"))
+    group = data["merge_group"]
+    group.update(base_sha=base_sha, head_sha=head_sha, base_ref=f"refs/heads/{base_ref}",
+                 head_ref=f"refs/heads/gh-readonly-queue/{base_ref}/pr-{pr}-{base_sha}")
+    group["head_commit"]["id"] = head_sha
+    data["action"] = action
+    return data
+
+
+_comment_ids = iter(range(492700401, 492800000))
+
+
+def comment_event(number: int, body: str, *, user: str = "Codertocat", user_type: str = "User",
+                  created_at: str = "2019-05-15T15:40:12Z", comment_id: int | None = None) -> dict[str, Any]:
+    """tests/data/github/issue_comment.created.pull_request.json with this comment."""
+    data = json.loads(payload_bytes("issue_comment.created.pull_request.json"))
+    data["issue"]["number"] = number
+    comment = data["comment"]
+    comment.update(id=comment_id or next(_comment_ids), body=body, created_at=created_at,
+                   updated_at=created_at)
+    comment["user"] = {**comment["user"], "login": user, "type": user_type}
+    data["sender"] = comment["user"]
+    return data
+
+
+def writes(standin: GitHubStandIn) -> list[tuple[str, str]]:
+    """Every call that would change something on GitHub."""
+    return [(c.method, c.path) for c in standin.calls if c.method not in ("GET", "HEAD")]

@@ -5,6 +5,14 @@ by (sha, path), issue comments, statuses and check runs; paginates with ``Link``
 GitHub (``per_page`` up to 100); answers faults on demand (``fail``: 5xx, rate limits, 404s);
 mints App installation tokens after checking the JWT; and records every call.
 
+Pull requests of a real git repository (``add_git_merge_pull``) are served as GitHub serves
+them: ``GET pulls/{n}`` with ``mergeable`` (null for the first ``mergeable_after`` reads, as while
+GitHub computes it) and ``merge_commit_sha`` (a real test merge commit of the base branch's tip
+and the head, made with ``git merge-tree`` and kept as ``refs/pull/{n}/merge``; none on a
+conflict), ``GET git/ref/heads/{branch}``, ``GET compare/{base}...{head}`` (merge base, at most
+300 files), ``GET git/trees/{sha}?recursive=1``. ``GET collaborators/{user}/permission`` answers
+from ``permissions`` (role names; "read" for anyone else).
+
 Tarballs (``GET /repos/{o}/{r}/tarball/{ref}``) answer 302 to a codeload path on the same host
 (``/_codeload/{o}/{r}/legacy.tar.gz/{sha}?token=...``, like GHES), which serves a real
 ``git archive --format=tar.gz --prefix={o}-{r}-{sha7}/`` of a repository registered with
@@ -17,6 +25,7 @@ import base64
 import gzip
 import io
 import json
+import os
 import re
 import secrets
 import subprocess
@@ -79,6 +88,9 @@ class GitHubStandIn:
         self.redirect_tarballs = True                          # False: the tarball itself, no 302
         self.chunked_tarballs = False                          # True: no Content-Length
         self._codeload_tokens: set[str] = set()
+        self.pulls: dict[tuple[str, str, int], dict[str, Any]] = {}   # GET pulls/{n} answers
+        self.mergeable_after: dict[tuple[str, str, int], int] = {}    # reads answered mergeable: null
+        self.permissions: dict[str, str] = {}                         # login -> role name
         self.lock = threading.Lock()
         self._ids = 1000
         self.routes = [
@@ -92,6 +104,13 @@ class GitHubStandIn:
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/installation", self._installation),
             ("POST", r"/app/installations/(?P<id>\d+)/access_tokens", self._access_token),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/tarball/(?P<ref>.+)", self._tarball),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)", self._pull),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/ref/heads/(?P<ref>.+)", self._branch_ref),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/compare/(?P<base>.+?)\.\.\.(?P<head>.+)",
+             self._compare),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/trees/(?P<sha>[^/]+)", self._tree),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/collaborators/(?P<user>[^/]+)/permission",
+             self._permission),
             ("GET", r"/_codeload/(?P<o>[^/]+)/(?P<r>[^/]+)/legacy\.tar\.gz/(?P<ref>.+)", self._codeload),
         ]
         self.app = Starlette(routes=[Route("/{rest:path}", self._dispatch,
@@ -127,23 +146,46 @@ class GitHubStandIn:
         GitHub lists them: every file, renames with ``previous_filename``), its tarballs from
         ``git archive``."""
         self.git_repos[(owner, repo)] = path
-        out = subprocess.run(["git", "-C", str(path), "diff", "--name-status", "-z", "-M", base_sha,
-                              head_sha], check=True, capture_output=True).stdout.decode()
-        fields, entries, i = out.split("\0"), [], 0
-        while i < len(fields) and fields[i]:
-            letter = fields[i][0]
-            if letter in "RC":
-                old, new, i = fields[i + 1], fields[i + 2], i + 3
-            else:
-                old = new = fields[i + 1]
-                i += 2
-            status = {"A": "added", "D": "removed", "R": "renamed", "C": "copied"}.get(letter, "modified")
-            entry = {"sha": "0" * 40, "filename": new, "status": status, "additions": 1, "deletions": 1,
-                     "changes": 2, "patch": "@@ -1 +1 @@"}
-            if letter in "RC":
-                entry["previous_filename"] = old
-            entries.append(entry)
-        self.files[(owner, repo, number)] = entries
+        self.files[(owner, repo, number)] = _diff_entries(path, base_sha, head_sha)
+
+    def add_git_merge_pull(self, owner: str, repo: str, number: int, path: Path, *, base_ref: str,
+                           head_sha: str, head_ref: str = "feature", head_repo: str | None = None,
+                           mergeable_after: int = 0, updated_at: str = "2019-05-15T15:20:33Z"
+                           ) -> dict[str, Any]:
+        """A pull request of a real git repository from ``head_sha`` into branch ``base_ref``, as
+        GitHub holds it: its files list against the merge base, its test merge commit (none when
+        it conflicts), ``mergeable``; ``head_repo`` another repository's full name for a fork."""
+        self.git_repos[(owner, repo)] = path
+        tip = _git(path, "rev-parse", f"refs/heads/{base_ref}")
+        merge_base = _git(path, "merge-base", tip, head_sha)
+        self.files[(owner, repo, number)] = _diff_entries(path, merge_base, head_sha)
+        merged = subprocess.run(["git", "-C", str(path), "merge-tree", "--write-tree", "--no-messages", tip,
+                                 head_sha], capture_output=True, text=True)
+        merge_sha = None
+        if merged.returncode == 0:
+            tree = merged.stdout.split()[0]
+            merge_sha = _git(path, "commit-tree", tree, "-p", tip, "-p", head_sha, "-m",
+                             f"Merge {head_sha} into {tip}")
+            _git(path, "update-ref", f"refs/pull/{number}/merge", merge_sha)
+        _git(path, "update-ref", f"refs/pull/{number}/head", head_sha)
+        full = f"{owner}/{repo}"
+        head_full = head_repo or full
+        pull = {"url": f"https://api.github.com/repos/{full}/pulls/{number}", "id": 1000 + number,
+                "number": number, "state": "open", "locked": False, "title": "Update the fruit",
+                "user": {"login": "Codertocat", "type": "User"}, "draft": False, "merged": False,
+                "created_at": "2019-05-15T15:20:33Z", "updated_at": updated_at,
+                "head": {"label": f"{head_full.split('/')[0]}:{head_ref}", "ref": head_ref, "sha": head_sha,
+                         "repo": {"full_name": head_full, "name": head_full.split("/")[1],
+                                  "owner": {"login": head_full.split("/")[0]}, "fork": head_full != full}},
+                "base": {"label": f"{owner}:{base_ref}", "ref": base_ref, "sha": tip,
+                         "repo": {"full_name": full, "name": repo, "owner": {"login": owner}, "fork": False}},
+                "mergeable": merge_sha is not None, "rebaseable": merge_sha is not None,
+                "mergeable_state": "clean" if merge_sha else "dirty", "merge_commit_sha": merge_sha,
+                "comments": 0, "commits": 1, "additions": 1, "deletions": 1,
+                "changed_files": len(self.files[(owner, repo, number)])}
+        self.pulls[(owner, repo, number)] = pull
+        self.mergeable_after[(owner, repo, number)] = mergeable_after
+        return pull
 
     def fail(self, method: str, pattern: str, status: int, *, times: int = 1,
              headers: dict[str, str] | None = None, body: Any = None, after_commit: bool = False) -> None:
@@ -321,6 +363,69 @@ class GitHubStandIn:
                       "repository_selection": "all"}, 201)
 
 
+    # -- pull requests, refs, comparisons, trees, permissions -------------------------------------
+    def _pull(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        key = (g["o"], g["r"], int(g["n"]))
+        pull = self.pulls.get(key)
+        if pull is None:
+            return _json(NOT_FOUND, 404)
+        if self.mergeable_after.get(key, 0) > 0:  # GitHub is still computing it
+            self.mergeable_after[key] -= 1
+            return _json({**pull, "mergeable": None, "rebaseable": None, "mergeable_state": "unknown"}, 200)
+        return _json(pull, 200)
+
+    def _branch_ref(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        path = self.git_repos.get((g["o"], g["r"]))
+        ref = f"refs/heads/{g['ref']}"
+        sha = _git_or_none(path, "rev-parse", "--verify", "--quiet", ref) if path else None
+        if sha is None:
+            return _json(NOT_FOUND, 404)
+        return _json({"ref": f"refs/heads/{g['ref']}", "node_id": "REF_x",
+                      "url": f"https://api.github.com/repos/{g['o']}/{g['r']}/git/refs/heads/{g['ref']}",
+                      "object": {"sha": sha, "type": "commit",
+                                 "url": f"https://api.github.com/repos/{g['o']}/{g['r']}/git/commits/{sha}"}},
+                     200)
+
+    def _compare(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        path = self.git_repos.get((g["o"], g["r"]))
+        if path is None:
+            return _json(NOT_FOUND, 404)
+        base, head = (self._resolve(g["o"], g["r"], g[k]) for k in ("base", "head"))
+        if base is None or head is None:
+            return _json(NOT_FOUND, 404)
+        merge_base = _git(path, "merge-base", base, head)
+        ahead = int(_git(path, "rev-list", "--count", f"{base}..{head}"))
+        behind = int(_git(path, "rev-list", "--count", f"{head}..{base}"))
+        status = ("identical" if not ahead and not behind else "ahead" if not behind
+                  else "behind" if not ahead else "diverged")
+        commits = [{"sha": sha} for sha in _git(path, "rev-list", "--reverse", f"{base}..{head}").split()]
+        return _json({"status": status, "ahead_by": ahead, "behind_by": behind, "total_commits": ahead,
+                      "base_commit": {"sha": base}, "merge_base_commit": {"sha": merge_base},
+                      "commits": commits[:250], "files": _diff_entries(path, merge_base, head)[:300]}, 200)
+
+    def _tree(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        path = self.git_repos.get((g["o"], g["r"]))
+        sha = self._resolve(g["o"], g["r"], g["sha"]) if path else None
+        if path is None or sha is None:
+            return _json(NOT_FOUND, 404)
+        out = subprocess.run(["git", "-C", str(path), "ls-tree", "-r", "-z", "--full-tree", sha],
+                             check=True, capture_output=True).stdout.decode()
+        tree = []
+        for line in filter(None, out.split("\0")):
+            meta, name = line.split("\t", 1)
+            mode, kind, blob = meta.split()
+            tree.append({"path": name, "mode": mode, "type": kind, "sha": blob})
+        return _json({"sha": sha, "tree": tree, "truncated": False}, 200)
+
+    def _permission(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        role = self.permissions.get(g["user"], "read")
+        legacy = {"maintain": "write", "triage": "read"}.get(role, role)  # as GitHub maps them
+        return _json({"permission": legacy, "role_name": role,
+                      "user": {"login": g["user"], "type": "User", "permissions": {
+                          "admin": role == "admin", "maintain": role in ("admin", "maintain"),
+                          "push": legacy in ("admin", "write"), "triage": role != "none",
+                          "pull": role != "none"}}}, 200)
+
     # -- tarballs -------------------------------------------------------------------------------
     def _tarball(self, request: Request, call: Call, g: dict[str, str]) -> Response:
         sha = self._resolve(g["o"], g["r"], g["ref"])
@@ -378,6 +483,41 @@ class GitHubStandIn:
                     info.size, info.mode, info.mtime = len(blob), 0o644, 0
                     tar.addfile(info, io.BytesIO(blob))
         return gzip.compress(raw.getvalue(), mtime=0)
+
+
+_GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "GitHub", "GIT_AUTHOR_EMAIL": "noreply@github.com",
+            "GIT_COMMITTER_NAME": "GitHub", "GIT_COMMITTER_EMAIL": "noreply@github.com"}
+
+
+def _git(path: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, text=True,
+                          env=_GIT_ENV).stdout.strip()
+
+
+def _git_or_none(path: Path, *args: str) -> str | None:
+    done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, env=_GIT_ENV)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _diff_entries(path: Path, base: str, head: str) -> list[dict[str, Any]]:
+    """``diff-entry`` records of ``git diff -M base head``, as GitHub lists a change's files."""
+    out = subprocess.run(["git", "-C", str(path), "diff", "--name-status", "-z", "-M", base, head],
+                         check=True, capture_output=True).stdout.decode()
+    fields, entries, i = out.split("\0"), [], 0
+    while i < len(fields) and fields[i]:
+        letter = fields[i][0]
+        if letter in "RC":
+            old, new, i = fields[i + 1], fields[i + 2], i + 3
+        else:
+            old = new = fields[i + 1]
+            i += 2
+        status = {"A": "added", "D": "removed", "R": "renamed", "C": "copied"}.get(letter, "modified")
+        entry = {"sha": "0" * 40, "filename": new, "status": status, "additions": 1, "deletions": 1,
+                 "changes": 2, "patch": "@@ -1 +1 @@"}
+        if letter in "RC":
+            entry["previous_filename"] = old
+        entries.append(entry)
+    return entries
 
 
 def _rate_headers() -> dict[str, str]:

@@ -1,0 +1,176 @@
+"""PR comment commands, through the webhook (``issue_comment`` events):
+
+    /rayservice-impact approve <reason>   accept the hold of the current head SHA, on the record
+    /rayservice-impact rerun              analyse the pull request again (headroom changed, main moved)
+
+Only users whose repository permission is write or higher (admin, maintain, write) may use them;
+everyone else gets a polite reply and nothing changes. An approval holds for one head SHA: it is
+kept in the sticky comment (a visible line and a signed hidden stamp), the status turns success
+for that SHA, and the next push (a new head SHA) is analysed, and held, afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from app.clients.github import GitHubClient, GitHubError, GitHubNotFound
+
+from .change import PullRequest
+from .comment import (
+    MARKER,
+    REPLY_MARKER,
+    Approval,
+    Verdict,
+    clean_reason,
+    stamp_of,
+    state_of,
+    with_approval,
+)
+from .flow import Outcome, find_sticky_comment, post_gate
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/rayservice-impact"
+_COMMAND = re.compile(r"^/rayservice-impact(?:\s+(?P<verb>\S+))?(?P<rest>.*)$", re.DOTALL | re.IGNORECASE)
+WRITERS = frozenset({"admin", "maintain", "write"})
+USAGE = "`/rayservice-impact approve <reason>` or `/rayservice-impact rerun`"
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    verb: str           # approve | rerun | unknown
+    reason: str
+    user: str
+    comment_id: int
+    created_at: str
+    pr: PullRequest     # owner, repo, number, installation (no SHAs: the pull request is read anew)
+    repository: dict[str, Any]
+
+
+def parse_command(payload: dict[str, Any]) -> tuple[Command | None, str]:
+    """(the command of an ``issue_comment`` delivery, or None and why it is ignored)."""
+    if payload.get("action") != "created":
+        return None, f"issue_comment action {payload.get('action')!r} is not a command"
+    issue, comment, repo = payload.get("issue"), payload.get("comment"), payload.get("repository")
+    if not isinstance(issue, dict) or not issue.get("pull_request"):
+        return None, "a comment on an issue, not on a pull request"
+    if not isinstance(comment, dict) or not isinstance(repo, dict):
+        return None, "issue_comment payload without comment or repository"
+    user = comment.get("user") or {}
+    login = str(user.get("login") or "")
+    if user.get("type") == "Bot" or login.endswith("[bot]"):
+        return None, "a comment by a bot"
+    body = str(comment.get("body") or "")
+    if body.lstrip().startswith(MARKER) or REPLY_MARKER in body:
+        return None, "one of our own comments"
+    first = body.strip()
+    m = _COMMAND.match(first)
+    if not m or not login or (m["rest"] and not m["verb"] and not m["rest"][:1].isspace()):
+        return None, "not a /rayservice-impact command"
+    verb = (m["verb"] or "").lower()
+    if verb not in ("approve", "rerun"):
+        verb = "unknown"
+    try:
+        installation = payload.get("installation") or {}
+        pr = PullRequest(owner=str(repo["owner"]["login"]), repo=str(repo["name"]),
+                         number=int(issue["number"]), base_sha="", head_sha="",
+                         installation_id=int(installation["id"]) if "id" in installation else None,
+                         repo_url=str(repo.get("clone_url") or repo.get("html_url") or ""))
+        return Command(verb, clean_reason(m["rest"] or ""), login, int(comment["id"]),
+                       str(comment.get("created_at") or ""), pr, repo), ""
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, f"issue_comment payload without {exc}"
+
+
+async def permission_of(gh: GitHubClient, pr: PullRequest, user: str) -> str:
+    """The user's role on the repository: ``role_name`` (admin, maintain, write, triage, read or
+    a custom role), else the legacy ``permission`` (GitHub maps maintain to write and triage to
+    read there); "none" for someone GitHub does not know as a collaborator."""
+    try:
+        data = await gh.collaborator_permission(pr.owner, pr.repo, user)
+    except GitHubNotFound:
+        return "none"
+    role, legacy = str(data.get("role_name") or ""), str(data.get("permission") or "none")
+    return role if role in WRITERS else legacy
+
+
+async def reply(gh: GitHubClient, cmd: Command, text: str) -> None:
+    await gh.create_comment(cmd.pr.owner, cmd.pr.repo, cmd.pr.number, f"{REPLY_MARKER}\n@{cmd.user} {text}")
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+async def run_command(gh: GitHubClient, cmd: Command, *, key: bytes, check_run: bool,
+                      submit: Callable[[PullRequest], str]) -> Outcome:
+    """Carry out one command (in the pull request's queue, after and before its analyses)."""
+    try:
+        return await _run(gh, cmd, key=key, check_run=check_run, submit=submit)
+    except GitHubError as exc:
+        log.error("%s: /rayservice-impact %s by @%s failed: %s", cmd.pr.full_name, cmd.verb, cmd.user, exc)
+        return Outcome("failed", retryable=True)
+
+
+async def _run(gh: GitHubClient, cmd: Command, *, key: bytes, check_run: bool,
+               submit: Callable[[PullRequest], str]) -> Outcome:
+    if cmd.verb == "unknown":
+        await reply(gh, cmd, f"I only know {USAGE}. Nothing was changed.")
+        return Outcome("refused", "unknown command", comment="replied")
+    if cmd.verb == "approve" and not cmd.reason:
+        await reply(gh, cmd, "an approval needs a reason, on the record: e.g. `/rayservice-impact approve "
+                             "the GPU pool has room for the second cluster until Friday`. "
+                             "Nothing was changed.")
+        return Outcome("refused", "no reason", comment="replied")
+    role = await permission_of(gh, cmd.pr, cmd.user)
+    if role not in WRITERS:
+        what = "accepting a hold" if cmd.verb == "approve" else "re-running the analysis"
+        await reply(gh, cmd, f"thank you, but {what} needs write access to this repository (yours is "
+                             f"`{role}`). Please ask a maintainer. Nothing was changed.")
+        log.info("%s: /rayservice-impact %s by @%s refused (%s)", cmd.pr.full_name, cmd.verb, cmd.user, role)
+        return Outcome("refused", f"permission {role}", comment="replied")
+    pull = await gh.get_pull(cmd.pr.owner, cmd.pr.repo, cmd.pr.number)
+    if pull.get("state") != "open":
+        await reply(gh, cmd, "this pull request is closed. Nothing was changed.")
+        return Outcome("refused", "closed", comment="replied")
+    pr = PullRequest.from_payload({"pull_request": pull, "repository": cmd.repository})
+    pr = replace(pr, installation_id=cmd.pr.installation_id, repo_url=cmd.pr.repo_url or pr.repo_url)
+    if cmd.verb == "rerun":
+        at = max(pr.updated_at, cmd.created_at)
+        result = submit(replace(pr, updated_at=at, requested_by=cmd.user))
+        log.info("%s: /rayservice-impact rerun by @%s: %s", pr.full_name, cmd.user, result)
+        return Outcome("queued", f"rerun by @{cmd.user}")
+    return await _approve(gh, cmd, pr, key=key, check_run=check_run)
+
+
+async def _approve(gh: GitHubClient, cmd: Command, pr: PullRequest, *, key: bytes,
+                   check_run: bool) -> Outcome:
+    existing = await find_sticky_comment(gh, pr)
+    stamp = stamp_of(existing.get("body", "")) if existing is not None else None
+    if existing is None or stamp is None:
+        await reply(gh, cmd, f"there is no rayservice-impact result for head `{pr.head_sha[:7]}` to accept "
+                             "yet. Nothing was changed.")
+        return Outcome("refused", "no result", comment="replied")
+    if stamp[0] != pr.head_sha:
+        await reply(gh, cmd, f"the result shown is for `{stamp[0][:7]}`, but the pull request's head is now "
+                             f"`{pr.head_sha[:7]}`. Please wait for its result, then approve again. "
+                             "Nothing was changed.")
+        return Outcome("refused", "head moved", comment="replied")
+    state = state_of(existing["body"])
+    if state == "success":
+        await reply(gh, cmd, f"head `{pr.head_sha[:7]}` is not held, so there is nothing to accept. "
+                             "Nothing was changed.")
+        return Outcome("refused", "not held", comment="replied")
+    approval = Approval(pr.head_sha, cmd.user, _now(), cmd.reason)
+    body = with_approval(existing["body"], approval, key)
+    await gh.update_comment(pr.owner, pr.repo, int(existing["id"]), body)
+    verdict = Verdict("success", approval.description, f"✅ {approval.description}", approval.description)
+    outcome = Outcome("success", approval.description, comment="updated")
+    await post_gate(gh, pr, verdict, outcome, check_run=check_run)
+    log.info("%s: hold of %s accepted by @%s", pr.full_name, pr.head_sha[:7], cmd.user)
+    return outcome
