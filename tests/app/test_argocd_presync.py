@@ -326,5 +326,5 @@ def test_presync_app_without_rayservices_passes_without_kubernetes_calls(hook: C
     with s.serve(argo) as argo_url, s.serve(kube) as kube_url:
         proc = hook(argo_url, kube_url)
     assert proc.returncode == 0, proc.stderr
-    assert "approve: no RayService in the change" in proc.stdout
+    assert "rayservice-impact: **approve**" in proc.stdout and "no RayService in the change" in proc.stdout
     assert kube.requests == []
