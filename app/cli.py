@@ -53,7 +53,7 @@ def add_analysis_options(p: argparse.ArgumentParser) -> None:
                    help="operator version whose rules apply (default 1.7.0 or "
                         "$RAYSERVICE_IMPACT_KUBERAY_VERSION)")
     p.add_argument("--policy", metavar="FILE", help="policy YAML (default $RAYSERVICE_IMPACT_POLICY_FILE)")
-    p.add_argument("--headroom", metavar="RESOURCE=N", nargs="+", action="extend",
+    p.add_argument("--headroom", metavar="RESOURCE=N", action="append",
                    help="free capacity known to you, e.g. nvidia.com/gpu=8")
     p.add_argument("--crd", metavar="FILE", help="a RayService CRD whose schema replaces the built-in one")
 
@@ -237,10 +237,30 @@ def _cmd_argocd(args: argparse.Namespace) -> int:
 COMMANDS = {"analyze": _cmd_analyze, "git": _cmd_git, "serve": _cmd_serve, "argocd-presync": _cmd_argocd}
 
 
+def split_headroom(argv: Sequence[str]) -> list[str]:
+    """``--headroom a=1 b=2 FILE`` → ``--headroom=a=1 --headroom=b=2 FILE``: the option takes the
+    RESOURCE=N words that follow it and no more, so it never swallows the positional arguments."""
+    out: list[str] = []
+    taking = pending = False  # after --headroom / and nothing taken yet
+    for word in argv:
+        if taking and "=" in word and not word.startswith("-"):
+            out.append(f"--headroom={word}")
+            pending = False
+            continue
+        if pending:
+            out.append("--headroom")  # no value followed: argparse says so
+        taking = pending = word == "--headroom"
+        if not taking:
+            out.append(word)
+    if pending:
+        out.append("--headroom")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(split_headroom(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # argparse already printed the usage message
         return EXIT_USAGE if exc.code not in (0, None) else EXIT_OK
     try:

@@ -178,3 +178,18 @@ def test_cli_only_install_needs_no_server_stack(args: list[str], code: int, says
 def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("rayservice-impact ")
+
+
+@pytest.mark.parametrize("args", [
+    ["--headroom", "nvidia.com/gpu=4", "cpu=64", "BEFORE", "AFTER"],
+    ["BEFORE", "AFTER", "--headroom", "nvidia.com/gpu=4", "cpu=64"],
+    ["--headroom", "nvidia.com/gpu=4", "--headroom", "cpu=64", "BEFORE", "AFTER"],
+    ["--headroom=nvidia.com/gpu=4", "BEFORE", "--headroom", "cpu=64", "AFTER"],
+])
+def test_headroom_never_swallows_the_files(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    sample = Path(__file__).resolve().parents[1] / "samples" / "gpu-image-bump"
+    argv = ["analyze", *[str(sample / "before.yaml") if a == "BEFORE" else str(sample / "after.yaml")
+                         if a == "AFTER" else a for a in args], "--format", "json"]
+    assert cli.main(argv) == 0  # 4 GPUs of headroom cover the recreation
+    report = json.loads(capsys.readouterr().out)
+    assert report["resources"][0]["capacity"]["headroom"] == {"nvidia.com/gpu": 4, "cpu": "64"}
