@@ -20,7 +20,7 @@ import asyncio
 import email.utils
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -395,10 +395,22 @@ class GitHubClient:
         return (await self.request("POST", f"/repos/{_q(owner)}/{_q(repo)}/statuses/{sha}", json=body)).json()
 
     async def create_check_run(self, owner: str, repo: str, sha: str, conclusion: str, title: str,
-                               summary: str) -> dict[str, Any]:
+                               summary: str, annotations: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        """One check run; annotations go 50 per request (the Checks API's limit): the first 50 with
+        the run, the rest by updating it."""
+        output: dict[str, Any] = {"title": title[:255], "summary": summary[:65000]}
+        batches = [list(annotations[i:i + ANNOTATION_BATCH]) for i in range(0, len(annotations),
+                                                                            ANNOTATION_BATCH)]
         body = {"name": STATUS_CONTEXT, "head_sha": sha, "status": "completed", "conclusion": conclusion,
-                "output": {"title": title[:255], "summary": summary[:65000]}}
-        return (await self.request("POST", f"/repos/{_q(owner)}/{_q(repo)}/check-runs", json=body)).json()
+                "output": {**output, "annotations": batches[0]} if batches else output}
+        run = (await self.request("POST", f"/repos/{_q(owner)}/{_q(repo)}/check-runs", json=body)).json()
+        for batch in batches[1:]:
+            path = f"/repos/{_q(owner)}/{_q(repo)}/check-runs/{int(run['id'])}"
+            await self.request("PATCH", path, json={"output": {**output, "annotations": batch}})
+        return run
+
+
+ANNOTATION_BATCH = 50
 
 
 class _WriteGate:

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 import diffing
 
@@ -36,6 +37,7 @@ class Verdict:
     description: str
     markdown: str | None
     title: str
+    annotations: tuple[dict[str, Any], ...] = ()  # check-run annotations (GitHub App only)
 
     @property
     def conclusion(self) -> str:

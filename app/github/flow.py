@@ -12,6 +12,7 @@ check run go on the head SHA; a hold a maintainer accepted for that very SHA
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -19,11 +20,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import diffing
+from app.annotate import rendered_locator
 from app.clients.argocd import ArgoCDClient, ArgoCDError
 from app.clients.github import GitHubClient, GitHubError
 from app.errors import ServiceUnavailable
 from app.live import live_basis_for_texts
 from app.render.pipeline import RenderedChange, RenderOptions, analyze_rendered
+from diffing.render.annotations import annotate
 
 from .change import PullRequest, fetch_change
 from .comment import (
@@ -211,9 +214,30 @@ def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str
         return verdict_for_error(f"invalid manifest: {exc.message}")
     except diffing.DiffingError as exc:
         return verdict_for_error(str(exc))
-    if not report.resources and not report.findings:
+    if not report.resources and not report.findings and not report.not_analysed:
         return verdict_for_no_change()  # rendered, but no RayService (nor any problem) in it
-    return verdict_for_report(report, note=note)
+    verdict = verdict_for_report(report, note=note)
+    return dataclasses.replace(verdict, annotations=check_annotations(report, rendered))
+
+
+def check_annotations(report: diffing.Report, rendered: RenderedChange) -> tuple[dict[str, Any], ...]:
+    """The report's annotations as the Checks API takes them, on files of the pull request only
+    (a root's label becomes the first changed file it reads)."""
+    items = annotate(report, rendered_locator(rendered, rendered.read_head))
+    out = []
+    for a in items:
+        path = a.file
+        if path in rendered.root_files:
+            files = rendered.root_files[path]
+            if not files:
+                continue
+            path = files[0]
+        if "(" in path or path.startswith("Application "):
+            continue
+        line = a.line or 1
+        out.append({"path": path, "start_line": line, "end_line": line, "annotation_level": a.level,
+                    "title": a.title[:255], "message": a.message[:64000]})
+    return tuple(out)
 
 
 async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: AnalysisOptions) -> Verdict:
@@ -294,7 +318,8 @@ async def post_gate(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome
     if check_run:
         try:
             await gh.create_check_run(pr.owner, pr.repo, pr.head_sha, verdict.conclusion, verdict.title,
-                                      verdict.markdown or verdict.description)
+                                      verdict.markdown or verdict.description,
+                                      annotations=verdict.annotations)
             outcome.check_run = True
         except GitHubError as exc:
             log.error("%s: check run not posted: %s", pr.full_name, exc)

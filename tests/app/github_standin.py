@@ -101,6 +101,7 @@ class GitHubStandIn:
             ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/comments/(?P<id>\d+)", self._update_comment),
             ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/statuses/(?P<sha>[0-9a-f]+)", self._status),
             ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs", self._check_run),
+            ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs/(?P<id>\d+)", self._update_check_run),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/installation", self._installation),
             ("POST", r"/app/installations/(?P<id>\d+)/access_tokens", self._access_token),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/tarball/(?P<ref>.+)", self._tarball),
@@ -330,12 +331,26 @@ class GitHubStandIn:
     def _check_run(self, request: Request, call: Call, g: dict[str, str]) -> Response:
         if self.app_public_key is None:
             return _json({"message": "You must authenticate via a GitHub App."}, 403)
+        if len((call.body.get("output") or {}).get("annotations") or []) > 50:
+            # GitHub: "The Checks API limits the number of annotations to a maximum of 50 per API request."
+            return _json({"message": "Validation Failed"}, 422)
         self._ids += 1
         run = {"id": self._ids, "head_sha": call.body["head_sha"], "name": call.body["name"],
                "status": call.body.get("status"), "conclusion": call.body.get("conclusion"),
                "output": call.body.get("output"), "repo": f"{g['o']}/{g['r']}"}
         self.check_runs.append(run)
         return _json(run, 201)
+
+    def _update_check_run(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        if self.app_public_key is None:
+            return _json({"message": "You must authenticate via a GitHub App."}, 403)
+        run = next((r for r in self.check_runs if r["id"] == int(g["id"])), None)
+        output = call.body.get("output") or {}
+        if run is None or len(output.get("annotations") or []) > 50:
+            return _json({"message": "Validation Failed"}, 422)
+        kept = (run.get("output") or {}).get("annotations") or []
+        run["output"] = {**output, "annotations": kept + list(output.get("annotations") or [])}
+        return _json(run, 200)
 
     def _verify_jwt(self, call: Call) -> dict[str, Any] | None:
         token = call.headers.get("authorization", "").removeprefix("Bearer ")
