@@ -182,3 +182,24 @@ def comment_event(number: int, body: str, *, user: str = "Codertocat", user_type
 def writes(standin: GitHubStandIn) -> list[tuple[str, str]]:
     """Every call that would change something on GitHub."""
     return [(c.method, c.path) for c in standin.calls if c.method not in ("GET", "HEAD")]
+
+
+APP_ID = "31337"
+
+
+def app_standin(tmp_path: Path, owner: str, repo: str) -> tuple[GitHubStandIn, Path]:
+    """A stand-in that knows a GitHub App (a fresh RSA key) installed on ``owner/repo``, and the
+    key file for the service's RAYSERVICE_IMPACT_GITHUB_APP_PRIVATE_KEY_FILE."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    key_file = tmp_path / "app.pem"
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.TraditionalOpenSSL,
+                                           serialization.NoEncryption()))
+    standin = GitHubStandIn()
+    standin.app_public_key = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    standin.app_id, standin.installations[f"{owner}/{repo}"] = APP_ID, 77
+    return standin, key_file

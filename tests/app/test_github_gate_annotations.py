@@ -8,9 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from github_helpers import TOKEN, github_service, settle, wait_for
+from github_helpers import TOKEN, app_standin, github_service, settle, wait_for
 from github_standin import GitHubStandIn
 from serverutil import running_server
 from test_github_render import NEW_TAG, OWNER, REPO, git, image_bump, make_repo, run_webhook
@@ -21,24 +19,11 @@ from app.render.kustomize import find_tool
 pytestmark = pytest.mark.skipif(find_tool("kubectl") is None, reason="kubectl is not installed")
 
 
-def app_standin(tmp_path: Path) -> tuple[GitHubStandIn, Path]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    key_file = tmp_path / "app.pem"
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.TraditionalOpenSSL,
-                                           serialization.NoEncryption()))
-    standin = GitHubStandIn()
-    standin.app_public_key = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                           serialization.PublicFormat.SubjectPublicKeyInfo)
-    standin.app_id, standin.installations[f"{OWNER}/{REPO}"] = "31337", 77
-    return standin, key_file
-
-
 def test_check_run_annotates_the_overlay_line_that_holds(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     base = git(repo, "rev-parse", "HEAD")
     head = image_bump(repo)
-    standin, key_file = app_standin(tmp_path)
+    standin, key_file = app_standin(tmp_path, OWNER, REPO)
     with github_service(standin, github_app_id="31337", github_app_private_key_file=str(key_file),
                         github_token=None) as (url, gh):
         run_webhook(url, gh, repo, base, head)

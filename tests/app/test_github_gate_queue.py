@@ -10,13 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from github_helpers import (
     OWNER,
     REPO,
     TAG,
     TOKEN,
+    app_standin,
     github_service,
     gitops_module,
     merge_group_event,
@@ -87,15 +86,7 @@ def test_merge_group_gets_the_status_on_its_head_and_no_comment(tmp_path: Path) 
 
 def test_merge_group_with_an_app_posts_a_check_run_and_lists_trees_past_300_files(tmp_path: Path) -> None:
     repo, base, head = queued_group(tmp_path, pages=305)
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    key_file = tmp_path / "app.pem"
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.TraditionalOpenSSL,
-                                           serialization.NoEncryption()))
-    standin = GitHubStandIn()
-    standin.app_public_key = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                           serialization.PublicFormat.SubjectPublicKeyInfo)
-    standin.app_id, standin.installations[f"{OWNER}/{REPO}"] = "31337", 77
+    standin, key_file = app_standin(tmp_path, OWNER, REPO)
     with github_service(standin, github_app_id="31337", github_app_private_key_file=str(key_file),
                         github_token=None) as (url, gh):
         gh.git_repos[(OWNER, REPO)] = repo
