@@ -116,12 +116,20 @@ def _api_version(ctx: Context) -> Iterator[Finding]:
 
 @check
 def _replicas(ctx: Context) -> Iterator[Finding]:
+    # The manifest's own groups, indexed once (a lookup per group by name was quadratic in groups).
+    raw = seq(dig(ctx.after.obj, "spec", "rayClusterConfig").get("workerGroupSpecs")) if ctx.after else []
+    by_name: dict[str, Any] = {}
+    for item in raw:
+        if isinstance(item, Mapping):
+            by_name.setdefault(str(item.get("groupName")), item)  # the first, as a path lookup finds
     for path, g in ctx.groups():
         reps, lo, hi = g.get("replicas"), g.get("minReplicas", 0), g.get("maxReplicas", cap.MAX_INT32)
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (reps, lo, hi)):
             continue
-        explicit = ctx.after is not None and isinstance(
-            _get(ctx.after.obj, path + ("replicas",)), int)
+        seg = path[-1]
+        own = by_name.get(seg.value) if isinstance(seg, Key) else (
+            raw[seg] if isinstance(seg, int) and seg < len(raw) else None)
+        explicit = isinstance(mapping(own).get("replicas"), int)
         if explicit and not lo <= reps <= hi:
             yield ctx.finding("warning", "replicas-outside-bounds", path + ("replicas",),
                               f"replicas {reps} is outside [{lo}, {hi}]: KubeRay silently runs "
