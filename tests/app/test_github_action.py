@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from action_runner import run_action
 from github_helpers import MANIFEST, NUMBER, OWNER, REPO, TOKEN, manifest
 from github_standin import GitHubStandIn
 from serverutil import running_server
 
 from app.github.comment import MARKER
 from app.github.post_comment import verdict_from_files
-
-ACTION = Path(__file__).resolve().parents[2] / "action.yml"
-BIN = Path(sys.executable).parent
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -45,50 +41,14 @@ def _repo(tmp_path: Path, base: str, head: str) -> tuple[Path, str, str]:
 
 
 def _run_action(repo: Path, tmp_path: Path, api_url: str, base: str, head: str) -> dict[str, Any]:
-    """Run action.yml's shell steps the way the runner does (minus setup-python and pip install)."""
-    action = yaml.safe_load(ACTION.read_text())
-    inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
-    inputs.update({"base": base, "head": head, "pull-request": str(NUMBER), "github-token": TOKEN})
-    temp = tmp_path / "runner-temp"
-    temp.mkdir(exist_ok=True)
-    outputs: dict[str, str] = {}
-    results = []
-
-    def expand(text: str) -> str:
-        def one(m: re.Match[str]) -> str:
-            expr = m.group(1).strip()
-            if expr.startswith("inputs."):
-                return inputs[expr.removeprefix("inputs.")]
-            if expr.startswith("steps.analyse.outputs."):
-                return outputs.get(expr.removeprefix("steps.analyse.outputs."), "")
-            if expr == "runner.temp":
-                return str(temp)
-            if expr == "github.action_path":
-                return str(ACTION.parent)
-            raise AssertionError(f"unexpected expression {expr}")
-        return re.sub(r"\$\{\{(.*?)\}\}", one, text)
-
-    for step in action["runs"]["steps"]:
-        if "run" not in step or "pip install" in step["run"]:
-            continue
-        condition = step.get("if")
-        if condition and not (inputs["fail-on-hold"] == "true" and outputs.get("exit-code") != "0"):
-            continue
-        out_file, summary = temp / "output", temp / "summary"
-        out_file.write_text("")
-        env = {"PATH": f"{BIN}:{os.environ['PATH']}", "HOME": str(tmp_path), "GITHUB_WORKSPACE": str(repo),
-               "RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(out_file), "GITHUB_STEP_SUMMARY": str(summary),
-               "GITHUB_REPOSITORY": f"{OWNER}/{REPO}", "GITHUB_API_URL": api_url,
-               "GITHUB_SERVER_URL": "https://github.com",
-               **{k: expand(str(v)) for k, v in (step.get("env") or {}).items()}}
-        cwd = expand(step.get("working-directory", str(repo)))
-        proc = subprocess.run(["bash", "-e", "-c", expand(step["run"])], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=60)
-        results.append((step["name"], proc.returncode, proc.stdout + proc.stderr))
-        for line in out_file.read_text().splitlines():
-            key, _, value = line.partition("=")
-            outputs[key] = value
-    return {"outputs": outputs, "steps": results}
+    """The Action on a pull_request event, with ``base`` and ``head`` given as inputs."""
+    repo_ref = {"full_name": f"{OWNER}/{REPO}"}
+    event = {"action": "synchronize", "number": NUMBER,
+             "pull_request": {"number": NUMBER, "head": {"sha": head, "repo": repo_ref},
+                              "base": {"sha": base, "ref": "main", "repo": repo_ref}},
+             "repository": repo_ref}
+    return run_action(repo, tmp_path, api_url, "pull_request", event, base=base, head=head,
+                      pull_request=str(NUMBER), github_token=TOKEN)
 
 
 def test_action_posts_the_sticky_comment_and_status(tmp_path):
