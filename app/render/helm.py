@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import app
-from app.render.process import RenderError, RenderLimits, run_tool
+from app.render.process import RenderError, RenderLimits, decode_utf8, run_tool
 
 __all__ = ["HelmSource", "helm_engine", "render_helm"]
 
@@ -241,15 +241,6 @@ def set_expressions(parameters: Sequence[tuple[str, str, bool]]) -> tuple[list[s
 # --- engines ------------------------------------------------------------------------------------
 
 
-def _decode(out: bytes) -> str:
-    """The child's stdout as text; the rendered stream must be UTF-8."""
-    try:
-        return out.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RenderError(TOOL, f"the rendered output is not UTF-8 (invalid byte at offset {exc.start})") \
-            from None
-
-
 def _render_binary(src: HelmSource, paths: CheckedPaths, limits: RenderLimits) -> str:
     """``helm template`` with the flags Argo CD's repo-server uses, minus anything that fetches.
 
@@ -281,7 +272,7 @@ def _render_binary(src: HelmSource, paths: CheckedPaths, limits: RenderLimits) -
         out = run_tool(TOOL, argv, cwd=paths.chart_dir, limits=limits)
     finally:
         shutil.rmtree(inline_dir, ignore_errors=True)
-    return _decode(out)
+    return decode_utf8(TOOL, out)
 
 
 def sdk_pythonpath() -> str:
@@ -314,4 +305,4 @@ def _render_sdk(src: HelmSource, paths: CheckedPaths, limits: RenderLimits) -> s
     argv = [sys.executable, "-P", "-m", SDK_MODULE]
     out = run_tool(TOOL, argv, cwd=paths.chart_dir, limits=limits,
                    stdin=json.dumps(request).encode("utf-8"), env={"PYTHONPATH": sdk_pythonpath()})
-    return _decode(out)
+    return decode_utf8(TOOL, out)

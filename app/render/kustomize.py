@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from .process import RenderError, RenderLimits, run_tool
+from .process import RenderError, RenderLimits, decode_utf8, run_tool
 from .roots import KUSTOMIZATION_FILES, KustomizeOptions
 from .snapshot import Snapshot
 
@@ -59,7 +59,7 @@ def render_kustomize(snapshot: Snapshot, folder: str, options: KustomizeOptions 
         # chartHome, so every chart must already be in the snapshot (checked above).
         flags += ["--enable-helm", f"--helm-command={helm}"]
     if options is None or options.empty:
-        return _decode(tool, run_tool(tool, [*argv, snapshot.path(folder), *flags], cwd=snapshot.root,
+        return decode_utf8(tool, run_tool(tool, [*argv, snapshot.path(folder), *flags], cwd=snapshot.root,
                                       limits=limits))
     with tempfile.TemporaryDirectory(prefix="rsi-kedit-") as scratch:
         copy = os.path.join(scratch, "repo")
@@ -67,7 +67,7 @@ def render_kustomize(snapshot: Snapshot, folder: str, options: KustomizeOptions 
         target = os.path.join(copy, folder) if folder else copy
         _apply_options(target, options, tool)
         try:
-            return _decode(tool, run_tool(tool, [*argv, target, *flags], cwd=copy, limits=limits))
+            return decode_utf8(tool, run_tool(tool, [*argv, target, *flags], cwd=copy, limits=limits))
         except RenderError as exc:  # name the snapshot's paths, not the private copy's
             raise RenderError(exc.tool, exc.message.replace(copy, snapshot.root)) from None
 
@@ -124,13 +124,6 @@ def _link_or_copy(src: str, dst: str) -> None:
         os.link(src, dst)
     except OSError:
         shutil.copy2(src, dst)
-
-
-def _decode(tool: str, data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RenderError(tool, f"the output is not UTF-8 text (byte {exc.start})") from None
 
 
 def _apply_options(folder: str, options: KustomizeOptions, tool: str) -> None:

@@ -22,7 +22,7 @@ import diffing
 from diffing import Finding, Source
 
 from .kustomize import render_kustomize
-from .process import RenderError, RenderLimits
+from .process import RenderError, RenderLimits, decode_utf8
 from .roots import Discovery, RenderSource, Root, discover, matches_directory
 from .snapshot import Snapshot
 
@@ -235,11 +235,7 @@ def _file_digest(path: str) -> str:
 
 
 def _decode(tool: str, rel: str, data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RenderError(tool, f"{rel} is not UTF-8 text (byte {exc.start}): it cannot be read as "
-                                "YAML, so what it deploys is unknown") from None
+    return decode_utf8(tool, data, rel, "it cannot be read as YAML, so what it deploys is unknown")
 
 
 def _read(snap: Snapshot, rel: str, tool: str) -> bytes:

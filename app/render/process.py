@@ -38,6 +38,16 @@ class RenderError(Exception):
         self.message = trim(message)
 
 
+def decode_utf8(tool: str, data: bytes, what: str = "the output", why: str = "") -> str:
+    """Text that must be UTF-8 (a renderer's output, a manifest); else a RenderError naming the
+    byte: the one decoding rule of every render path, never a lenient reading."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RenderError(tool, f"{what} is not UTF-8 text (invalid byte at offset {exc.start})"
+                                + (f": {why}" if why else "")) from None
+
+
 def trim(message: str, limit: int = MESSAGE_CHARS) -> str:
     """One readable message: whitespace collapsed per line, blank lines dropped, cut in the middle."""
     lines = [" ".join(line.split()) for line in message.strip().splitlines()]
