@@ -15,12 +15,13 @@ from . import serve
 from .capacity import human, is_accelerator
 from .engine import RCC, Engine
 from .errors import ManifestError
-from .findings import Context, collect_findings
+from .findings import Context, collect_findings, duplicate_findings
 from .gojson import ABSENT
 from .kuberay import Category, rules_for
-from .live import LiveCluster
+from .live import LiveCluster, live_key
 from .loading import Limits
 from .manifests import (
+    KIND_ORDER,
     Duplicate,
     Manifest,
     ObjectKey,
@@ -33,6 +34,8 @@ from .manifests import (
 from .nextsteps import next_steps
 from .paths import Path, format_path, schema_path
 from .policy import Policy, parse_headroom
+from .raycluster import analyze_cluster
+from .rayjob import analyze_job
 from .report import APPROVE, HOLD, IGNORE, SEVERITY_ORDER, Change, Finding, Report, ResourceReport
 from .rollout import (
     Pair,
@@ -137,12 +140,7 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
                   op_problems=op_problems, live=live, argo_apps=argo_apps, capacity=capacity,
                   unknown=unknown)
     pair.findings.extend(collect_findings(ctx))
-    for dup in duplicates:
-        pair.findings.append(Finding(
-            "error", "duplicate-resource", "metadata.name",
-            f"{dup.dropped} also produces RayService {key[0]}/{key[1]} (analysed here from {dup.kept}): "
-            "two Argo CD Applications (or roots) would apply it in turn and undo each other "
-            "(Argo CD reports SharedResourceWarning); keep it in one"))
+    pair.findings.extend(duplicate_findings(duplicates))
 
     # 6. decision -----------------------------------------------------------------------------
     if action == "unchanged":
@@ -223,11 +221,21 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
     afters, apps, a_dups = collect_all(after_text, sources[1], lim, a_others)
     not_analysed = changed_others(b_others, a_others)
     resources = []
-    for key in sorted(set(befores) | set(afters)):
-        live_state = (live or {}).get(f"{key[0]}/{key[1]}")
-        dups = [d for d in (a_dups if key in afters else b_dups) if d.key == key]
-        resources.append(analyze_pair(engine, key, befores.get(key), afters.get(key), headroom=room,
-                                      live=live_state, argo_apps=apps, duplicates=dups))
+    for ident in sorted(set(befores) | set(afters), key=lambda i: (KIND_ORDER[i[0]], i[1], i[2])):
+        kind, key = ident[0], (ident[1], ident[2])
+        dups = [d for d in (a_dups if ident in afters else b_dups) if d.key == ident]
+        before, after = befores.get(ident), afters.get(ident)
+        if kind == "RayService":
+            resources.append(analyze_pair(engine, key, before, after, headroom=room,
+                                          live=(live or {}).get(f"{key[0]}/{key[1]}"), argo_apps=apps,
+                                          duplicates=dups))
+        elif kind == "RayCluster":
+            resources.append(analyze_cluster(engine, key, before, after, headroom=room,
+                                             live=(live or {}).get(live_key(ident)), argo_apps=apps,
+                                             duplicates=dups))
+        else:
+            resources.append(analyze_job(engine, key, before, after, headroom=room, argo_apps=apps,
+                                         duplicates=dups))
     general = tuple(sorted((weigh_note(n, pol) for n in notes),
                            key=lambda f: SEVERITY_ORDER.get(f.severity, 3)))
     blocked = any(f.severity == "error" and (f.code == "render-failed" or pol.hold_on_errors)

@@ -7,7 +7,7 @@ changes the rollout. Codes are stable: scripts and policies may match on them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from . import capacity as cap
 from . import serve
 from .gojson import ABSENT
 from .kuberay import Category
+from .manifests import Duplicate
 from .paths import Key, Path, format_path
 from .pods import pod_problems
 from .report import Capacity, Change, Finding
@@ -435,3 +436,12 @@ def _get(obj: Any, path: Path) -> Any:
         if obj is ABSENT:
             return ABSENT
     return obj
+
+
+def duplicate_findings(duplicates: Sequence[Duplicate]) -> list[Finding]:
+    """One ``duplicate-resource`` error per other source that produces the same object."""
+    return [Finding(
+        "error", "duplicate-resource", "metadata.name",
+        f"{dup.dropped} also produces {dup.key[0]} {dup.key[1]}/{dup.key[2]} (analysed here from "
+        f"{dup.kept}): two Argo CD Applications (or roots) would apply it in turn and undo each "
+        "other (Argo CD reports SharedResourceWarning); keep it in one") for dup in duplicates]

@@ -9,7 +9,7 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class LiveCluster:
-    """The live state behind one RayService.
+    """The live state behind one RayService or standalone RayCluster.
 
     * ``active_cluster`` / ``pending_cluster``: RayCluster names from the RayService status;
       a pending cluster means an upgrade is already in flight.
@@ -26,6 +26,19 @@ class LiveCluster:
     headroom: Mapping[str, Any] | None = None
     divergence: tuple[str, ...] = ()
 
+    # A standalone RayCluster (raycluster-semantics.md §10): what its pods say.
+    head_hash: str | None = None  # the head pod's ray.io/upgrade-strategy-recreate-hash
+    head_kuberay_version: str | None = None  # the head pod's ray.io/kuberay-version
+    group_pods: Mapping[str, int] = field(default_factory=dict)  # worker pods per ray.io/group label
+    cluster_spec: Mapping[str, Any] | None = None  # the running RayCluster's spec, as the API serves it
+
     @property
     def upgrade_in_progress(self) -> bool:
         return bool(self.pending_cluster)
+
+
+def live_key(ident: tuple[str, str, str]) -> str:
+    """The key of a live basis: ``"namespace/name"`` for a RayService (as ever),
+    ``"RayCluster/namespace/name"`` for another kind."""
+    kind, namespace, name = ident
+    return f"{namespace}/{name}" if kind == "RayService" else f"{kind}/{namespace}/{name}"

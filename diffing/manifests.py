@@ -1,4 +1,9 @@
-"""RayService manifests as read from texts: pairing keys, server-set fields, collection."""
+"""KubeRay manifests as read from texts: pairing keys, server-set fields, collection.
+
+RayServices, standalone RayClusters and RayJobs are collected, each by (kind, namespace,
+name); a RayCluster that a RayService or RayJob owns (an ownerReference) is the operator's,
+not the user's, and is left with the other kinds, to be named as not analysed.
+"""
 
 from __future__ import annotations
 
@@ -35,12 +40,17 @@ SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "cre
 
 SERVER_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 
-OPERATOR_FINALIZERS = ("ray.io/rayservice-finalizer",)
+OPERATOR_FINALIZERS = ("ray.io/rayservice-finalizer", "ray.io/rayjob-finalizer",
+                       "ray.io/gcs-ft-redis-cleanup-finalizer")
+
+# The kinds analysed, in the order a report lists them.
+KINDS = ("RayService", "RayCluster", "RayJob")
+KIND_ORDER = {kind: i for i, kind in enumerate(KINDS)}
 
 
 @dataclass(frozen=True, slots=True)
 class Manifest:
-    """One RayService as read from a text."""
+    """One RayService, RayCluster or RayJob as read from a text."""
 
     obj: dict[str, Any]
     doc: Document
@@ -51,6 +61,14 @@ class Manifest:
     @property
     def api_version(self) -> str:
         return str(self.obj.get("apiVersion", ""))
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind", ""))
+
+    @property
+    def ident(self) -> Ident:
+        return (self.kind, *self.key)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -92,7 +110,28 @@ def is_rayservice(value: Any) -> bool:
             and str(value.get("apiVersion", "")).startswith("ray.io/"))
 
 
-ObjectKey = tuple[str, str, str]  # (kind, namespace, name) of an object that is not a RayService
+def analysed_kind(value: Any) -> str | None:
+    """The kind when ``value`` is one this tool analyses, else ``None``.
+
+    A RayCluster owned by a RayService or RayJob (what ``kubectl get`` or an Argo CD live
+    tree shows next to its owner) is not: the owner's analysis covers it.
+    """
+    kind = value.get("kind") if isinstance(value, dict) else None
+    if not isinstance(kind, str) or kind not in KIND_ORDER:
+        return None
+    if not str(value.get("apiVersion", "")).startswith("ray.io/"):
+        return None
+    if value["kind"] == "RayCluster":
+        meta = value.get("metadata")
+        owners = meta.get("ownerReferences") if isinstance(meta, dict) else None
+        if isinstance(owners, list) and any(isinstance(o, dict) and o.get("kind") in ("RayService", "RayJob")
+                                            for o in owners):
+            return None
+    return str(value["kind"])
+
+
+ObjectKey = tuple[str, str, str]  # (kind, namespace, name) of an object that is not analysed
+Ident = tuple[str, str, str]  # (kind, namespace, name) of an analysed object
 
 
 def _other_key(value: Any, namespace: str | None) -> ObjectKey | None:
@@ -104,11 +143,11 @@ def _other_key(value: Any, namespace: str | None) -> ObjectKey | None:
 
 
 def collect(text: str, source: str, limits: Limits, *, lines: bool = True, namespace: str | None = None,
-            others: dict[ObjectKey, Any] | None = None) -> tuple[dict[tuple[str, str], Manifest], list[Any]]:
-    """RayServices of a text by (namespace, name), plus any Argo CD Applications in it. Every
-    other object goes into ``others`` (when given), so a change to them can be named as not
-    analysed rather than passed over in silence."""
-    found: dict[tuple[str, str], Manifest] = {}
+            others: dict[ObjectKey, Any] | None = None) -> tuple[dict[Ident, Manifest], list[Any]]:
+    """RayServices, RayClusters and RayJobs of a text by (kind, namespace, name), plus any Argo
+    CD Applications in it. Every other object goes into ``others`` (when given), so a change
+    to them can be named as not analysed rather than passed over in silence."""
+    found: dict[Ident, Manifest] = {}
     apps: list[Any] = []
     for doc in load_documents(text, source=source, limits=limits):
         values = [doc.value]
@@ -119,25 +158,32 @@ def collect(text: str, source: str, limits: Limits, *, lines: bool = True, names
             if isinstance(value, dict) and value.get("kind") == "Application" and str(
                     value.get("apiVersion", "")).startswith("argoproj.io/"):
                 apps.append(value)
-            if not is_rayservice(value):
+            kind = analysed_kind(value)
+            if kind is None:
                 if others is not None and (key := _other_key(value, namespace)) is not None:
                     others[key] = value
                 continue
             meta = value.get("metadata")
+            if kind != "RayService" and isinstance(meta, dict) and not meta.get("name") and isinstance(
+                    meta.get("generateName"), str) and meta["generateName"]:
+                # `kubectl create` names it at random (KubeRay's Kueue samples do this): the
+                # prefix is what pairs the two sides, and the report shows it with a "*".
+                value = {**value, "metadata": {**meta, "name": meta["generateName"] + "*"}}
+                meta = value["metadata"]
             if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-                raise ManifestError("a RayService without metadata.name", source=source,
+                raise ManifestError(f"a {kind} without metadata.name", source=source,
                                     document=doc.index, line=doc.line, path="metadata.name")
             if not isinstance(value.get("spec"), dict):
-                raise ManifestError("a RayService without a spec mapping", source=source,
+                raise ManifestError(f"a {kind} without a spec mapping", source=source,
                                     document=doc.index, line=doc.line, path="spec")
             m = Manifest(strip_server_fields(value), doc, source, lines, namespace or "default")
-            if m.key in found:
-                first = found[m.key]
+            if m.ident in found:
+                first = found[m.ident]
                 raise ManifestError(
-                    f"RayService {m.key[0]}/{m.key[1]} appears twice (first in document "
+                    f"{kind} {m.key[0]}/{m.key[1]} appears twice (first in document "
                     f"{first.doc.index}, line {first.doc.line})",
                     source=source, document=doc.index, line=doc.line)
-            found[m.key] = m
+            found[m.ident] = m
     return found, apps
 
 
@@ -145,21 +191,21 @@ def collect(text: str, source: str, limits: Limits, *, lines: bool = True, names
 class Duplicate:
     """The same (namespace, name) produced by two sources (e.g. two Argo CD Applications)."""
 
-    key: tuple[str, str]
+    key: Ident
     kept: str
     dropped: str
 
 
 def collect_all(texts: Texts, source: str, limits: Limits, others: dict[ObjectKey, Any] | None = None
-                ) -> tuple[dict[tuple[str, str], Manifest], list[Any], list[Duplicate]]:
-    """RayServices across every text, the Applications among them, and cross-source duplicates.
+                ) -> tuple[dict[Ident, Manifest], list[Any], list[Duplicate]]:
+    """Analysed objects across every text, the Applications among them, and cross-source duplicates.
 
     A name twice in one text is an input error; the same name from two different sources is
     not silently merged either: the first is kept and the clash is returned, for a finding.
     """
     pairs: list[Source] = [Source(source, texts)] if isinstance(texts, str) else [
         t if isinstance(t, Source) else Source(t[0], t[1]) for t in texts]
-    found: dict[tuple[str, str], Manifest] = {}
+    found: dict[Ident, Manifest] = {}
     apps: list[Any] = []
     duplicates: list[Duplicate] = []
     for src in pairs:
@@ -169,7 +215,7 @@ def collect_all(texts: Texts, source: str, limits: Limits, others: dict[ObjectKe
             if key in found:
                 if found[key].source == src.name:
                     raise ManifestError(
-                        f"RayService {key[0]}/{key[1]} appears twice (also in {found[key].where()})",
+                        f"{key[0]} {key[1]}/{key[2]} appears twice (also in {found[key].where()})",
                         source=src.name, document=m.doc.index, line=m.doc.line)
                 duplicates.append(Duplicate(key, found[key].source, src.name))
                 continue
@@ -193,7 +239,7 @@ def changed_others(before: dict[ObjectKey, Any], after: dict[ObjectKey, Any]) ->
 def rayservice_objects(texts: Texts, source: str = "after") -> dict[str, dict[str, Any]]:
     """The RayServices of ``texts`` by ``"namespace/name"`` (for a caller that looks them up live)."""
     found, _, _ = collect_all(texts, source, Limits())
-    return {f"{ns}/{name}": m.obj for (ns, name), m in found.items()}
+    return {f"{ns}/{name}": m.obj for (kind, ns, name), m in found.items() if kind == "RayService"}
 
 
 def crd_schemas(crd_text: str) -> SchemaSet:

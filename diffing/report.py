@@ -83,10 +83,11 @@ class ResourceReport:
     strategy: str = ""
     headline: str = ""
     next_steps: tuple[str, ...] = ()  # the ways out of a hold, most specific first
+    kind: str = "RayService"
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "apiVersion": self.api_version, "kind": "RayService", "namespace": self.namespace,
+            "apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
             "name": self.name, "source": self.origin, "action": self.action, "rollout": self.rollout,
             "decision": self.decision, "reasons": list(self.reasons),
             "changes": [c.to_dict() for c in self.changes],

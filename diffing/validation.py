@@ -332,3 +332,80 @@ def validate_rayservice(obj: Mapping[str, Any], rules: VersionRules | None = Non
     if incremental_gate is not None:
         gates["RayServiceIncrementalUpgrade"] = incremental_gate
     return [(v.code, v.path, v.message) for v in check_rayservice(obj, rules.minor, gates)]
+
+
+# -- a standalone RayCluster (raycluster_controller.go:165-210) ---------------------------------
+
+MAX_CLUSTER_NAME = 53  # constant.go MaxRayClusterNameLength
+ORIGINATED_FROM = "ray.io/originated-from-crd"  # constant.go RayOriginatedFromCRDLabelKey
+
+# The ValidateRayClusterSpec rules (and the helpers it calls) of the table above: the same
+# checks the RayCluster controller runs on a RayCluster written by hand (RCC:172-177).
+_CLUSTER_SPEC_FUNCTIONS = ("ValidateRayClusterSpec/", "validateRayGroup", "validateWorkerGroup",
+                           "validateGcsFaultToleranceBackend", "validateCollectorOptions",
+                           "validateNetworkPolicy", "validateTLSOptions")
+
+
+def _cluster_metadata(obj: Mapping[str, Any]) -> Iterator[tuple[str, str, Path, str]]:
+    name = str(mapping(obj.get("metadata")).get("name") or "")
+    if name.endswith("*"):
+        return  # generateName: the server picks the name
+    if len(name) > MAX_CLUSTER_NAME:
+        yield ("ValidateRayClusterMetadata/name-too-long", "name-too-long", ("metadata", "name"),
+               f"the name has {len(name)} characters; KubeRay accepts at most {MAX_CLUSTER_NAME} "
+               "(KubeRay ValidateRayClusterMetadata, validation.go:32-35)")
+    bad = names.dns1035_label(name)
+    if bad:
+        yield ("ValidateRayClusterMetadata/name-not-dns1035", "validation-failed", ("metadata", "name"),
+               f"{name!r} {bad} (KubeRay ValidateRayClusterMetadata, validation.go:36-38)")
+
+
+def _cluster_upgrade_options(obj: Mapping[str, Any]) -> Iterator[tuple[str, str, Path, str]]:
+    strategy = mapping(mapping(obj.get("spec")).get("upgradeStrategy")).get("type")
+    if strategy is None:
+        return
+    creator = mapping(mapping(obj.get("metadata")).get("labels")).get(ORIGINATED_FROM)
+    if creator in ("RayJob", "RayService"):
+        yield ("ValidateRayClusterUpgradeOptions/created-by-owner", "validation-failed",
+               ("spec", "upgradeStrategy", "type"),
+               f"upgradeStrategy is set on a RayCluster labelled {ORIGINATED_FROM}={creator}: the "
+               "operator accepts it only on a RayCluster created directly "
+               "(KubeRay ValidateRayClusterUpgradeOptions, validation.go:49-55)")
+
+
+def check_raycluster(obj: Mapping[str, Any], minor: tuple[int, int] = (1, 7),
+                     gates: Mapping[str, bool] | None = None) -> list[Violation]:
+    """Every check the RayCluster controller runs before reconciling ``obj`` (a pruned,
+    defaulted RayCluster) that it fails, with paths into the RayCluster.
+
+    The ValidateRayClusterSpec rules are the RayService table's own, run on the RayCluster's
+    spec as if it were a ``rayClusterConfig`` (the operator calls the same function for both).
+    """
+    if external_manager(obj) is not None:
+        return []  # skipped before validation (RCC:158-161)
+    out = [Violation(*v) for v in _cluster_metadata(obj)]
+    wrapped = {"metadata": obj.get("metadata"), "spec": {"rayClusterConfig": mapping(obj.get("spec"))}}
+    subject = Subject(wrapped, gates or {})
+    for rule in RULES:
+        if rule.scope != "rayservice" or not rule.applies_to(minor) \
+                or not rule.id.startswith(_CLUSTER_SPEC_FUNCTIONS):
+            continue
+        for path, message in rule.check(subject):
+            if path[: len(RCC)] == RCC:
+                path = ("spec",) + tuple(path[len(RCC):])
+            out.append(Violation(rule.id, rule.code, path,
+                                 f"{message} (KubeRay {rule.id.split('/')[0]})"))
+    if minor >= (1, 6):
+        out.extend(Violation(*v) for v in _cluster_upgrade_options(obj))
+    return out
+
+
+def validate_raycluster(obj: Mapping[str, Any], rules: VersionRules | None = None, *,
+                        feature_gates: Mapping[str, bool] | None = None) -> list[Problem]:
+    """Problems that freeze a standalone RayCluster (``obj`` pruned and defaulted): the
+    operator emits an ``InvalidRayClusterSpec`` event and reconciles nothing, not even failed
+    pods (RCC:172-177; raycluster-semantics.md §1.2 "frozen")."""
+    if rules is None:
+        rules = rules_for("1.7")
+    return [(v.code, v.path, v.message)
+            for v in check_raycluster(obj, rules.minor, rules.gates(feature_gates))]

@@ -1,0 +1,22 @@
+"""Standalone RayCluster changes (raycluster-semantics.md): placeholder until the rules land."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from .engine import Engine
+from .manifests import Duplicate, Manifest
+from .report import APPROVE, Capacity, ResourceReport
+
+
+def analyze_cluster(engine: Engine, key: tuple[str, str], before: Manifest | None, after: Manifest | None, *,
+                headroom: Mapping[str, Fraction] | None, live: Any, argo_apps: list[Any],
+                duplicates: Sequence[Duplicate] = ()) -> ResourceReport:
+    main = after or before
+    assert main is not None
+    return ResourceReport(api_version=main.api_version, namespace=key[0], name=key[1], action="updated",
+                          rollout="none", decision=APPROVE, reasons=(), changes=(),
+                          capacity=Capacity("manifest", {}, {}, None), findings=(), kind="RayCluster",
+                          source=main.where(), origin=main.source)
