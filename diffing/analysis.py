@@ -247,6 +247,9 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
                   resources=tuple(resources), findings=general, not_analysed=not_analysed)
 
 
+NOTHING = "no RayService, RayCluster or RayJob in the change"
+
+
 def weigh_note(note: Finding, policy: Policy) -> Finding:
     """A caller's note as the policy weighs it: ``renderFailure: warn`` makes a render failure a warning."""
     if note.code == "render-failed" and policy.render_failure == "warn" and note.severity == "error":
@@ -273,10 +276,10 @@ def summarize(decision: str, resources: list[ResourceReport], general: Sequence[
     skipped = not_analysed_text(not_analysed or {})
     if not resources:
         if problem:
-            return f"{decision}: {problem}; no RayService could be compared there"
+            return f"{decision}: {problem}; no RayService, RayCluster or RayJob could be compared there"
         if skipped:  # silence about what was not looked at would read as a verdict on it
-            return f"approve: no RayService in the change; {skipped}"
-        return "approve: no RayService in the change"
+            return f"approve: {NOTHING}; {skipped}"
+        return f"approve: {NOTHING}"
     held = [r for r in resources if r.decision == HOLD]
     focus = held[0] if held else next((r for r in resources if r.rollout != "none"), resources[0])
     gpus = {k: v for k, v in focus.capacity.extra.items() if k not in ("cpu", "memory")
@@ -298,7 +301,9 @@ def summarize(decision: str, resources: list[ResourceReport], general: Sequence[
             parts.append(why.split(":")[0])  # e.g. "only serveConfigV2 changed"
     others = len(resources) - 1
     if others:
-        parts.append(f"+{others} more RayService{'s' if others > 1 else ''}")
+        kinds = {r.kind for r in resources if r is not focus}
+        noun = next(iter(kinds)) if len(kinds) == 1 else "resource"
+        parts.append(f"+{others} more {noun}{'s' if others > 1 else ''}")
     if problem:
         parts.append(problem)
     if skipped:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 from functools import lru_cache
 from typing import Any
 
@@ -141,3 +144,105 @@ def drop_path(value: Any, pattern: tuple[str, ...]) -> None:
             drop_path(value[head], rest)
         else:
             del value[head]
+
+
+# -- a standalone RayCluster -------------------------------------------------------------------
+# Its spec is the RayService's rayClusterConfig type (the two CRDs carry the same schema), so the
+# same tables serve both; only the hash's muted fields differ (raycluster-semantics.md §3.3).
+
+
+def cluster_schema(engine: Engine, api_version: str) -> Schema | None:
+    """The RayCluster ``spec`` schema of ``api_version`` (ray.io/v1 or v1alpha1)."""
+    return engine.schemas.child(engine.schemas.child(engine.schema_root(api_version), "spec"),
+                                "rayClusterConfig")
+
+
+def cluster_defaulted(engine: Engine, m: Manifest) -> dict[str, Any]:
+    """A RayCluster as the API server stores it: pruned and defaulted spec."""
+    obj = dict(m.obj)
+    sch = cluster_schema(engine, m.api_version)
+    obj["spec"] = engine.schemas.default_fill(mapping(m.obj.get("spec")), sch)
+    return obj
+
+
+def cluster_differences(engine: Engine, b: Manifest, a: Manifest) -> list[Difference]:
+    """The RayCluster's differences: apiVersion, metadata (name and namespace are the key), spec."""
+    out: list[Difference] = []
+    if b.api_version != a.api_version:
+        out.append(Difference(("apiVersion",), b.api_version, a.api_version, "modified", True,
+                              "same stored object"))
+    identity = ("name", "namespace")
+    bmeta = {k: v for k, v in mapping(b.obj.get("metadata")).items() if k not in identity}
+    ameta = {k: v for k, v in mapping(a.obj.get("metadata")).items() if k not in identity}
+    out.extend(engine.differ.diff(bmeta, ameta, ("metadata",), None, None))
+    out.extend(engine.differ.diff(mapping(b.obj.get("spec")), mapping(a.obj.get("spec")), ("spec",),
+                                  cluster_schema(engine, a.api_version), engine.gotypes.root))
+    return out
+
+
+def recreate_hash_input(engine: Engine, spec: Any, api_version: str = "ray.io/v1") -> Any:
+    """What ``GenerateHashWithoutReplicasAndWorkersToDelete`` serialises for a RayCluster.
+
+    The spec as the operator holds it (API-server defaults, then ``setDefaults``: a nil
+    ``rayStartParams`` becomes ``{}``, raycluster_controller.go:2422-2432), encoded the Go
+    way, with the muted fields cleared as utils/util.go:645-668 clears them: ``replicas``
+    (omitempty pointer: gone), ``minReplicas``/``maxReplicas`` (pointers without omitempty:
+    ``null``), ``workersToDelete``, tolerations, schedulingGates and ``upgradeStrategy``.
+    """
+    spec = dict(mapping(spec))
+    head = dict(mapping(spec.get("headGroupSpec")))
+    if head.get("rayStartParams") is None:
+        head["rayStartParams"] = {}
+    spec["headGroupSpec"] = head
+    groups = []
+    for g in seq(spec.get("workerGroupSpecs")):
+        if isinstance(g, dict) and g.get("rayStartParams") is None:
+            g = {**g, "rayStartParams": {}}
+        groups.append(g)
+    if "workerGroupSpecs" in spec:
+        spec["workerGroupSpecs"] = groups
+    sch = cluster_schema(engine, api_version)
+    encoded = engine.gotypes.encode(spec, engine.gotypes.root, engine.schemas, sch)
+    if not isinstance(encoded, dict):
+        return encoded
+    encoded.pop("upgradeStrategy", None)
+    _mute_pod(dig(encoded, "headGroupSpec", "template", "spec"))
+    for g in seq(encoded.get("workerGroupSpecs")):
+        if isinstance(g, dict):
+            g.pop("replicas", None)
+            g["minReplicas"] = None
+            g["maxReplicas"] = None
+            strategy = g.get("scaleStrategy")
+            if isinstance(strategy, dict):
+                strategy.pop("workersToDelete", None)
+            _mute_pod(dig(g, "template", "spec"))
+    return encoded
+
+
+def _mute_pod(pod_spec: Any) -> None:
+    if isinstance(pod_spec, dict):
+        pod_spec.pop("tolerations", None)
+        pod_spec.pop("schedulingGates", None)
+
+
+def go_json(value: Any) -> bytes:
+    """``value`` serialised as Go's ``encoding/json`` writes it (struct fields in the order
+    given, map keys sorted by the encoder already; ``<``, ``>``, ``&``, U+2028 and U+2029
+    escaped; no spaces)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, escaped)
+    return text.encode("utf-8")
+
+
+def recreate_hash(engine: Engine, spec: Any, api_version: str = "ray.io/v1") -> str:
+    """The value the operator writes to the head pod's ``ray.io/upgrade-strategy-recreate-hash``:
+    base32 (extended hex alphabet) of the SHA-1 of the encoding (utils/util.go:631-643).
+
+    Byte-for-byte agreement with Go rests on :func:`go_json` and the encoder; it could not be
+    checked against a Go build here, so a mismatch with a live head pod is reported as
+    "may be pending", never as certain.
+    """
+    digest = hashlib.sha1(go_json(recreate_hash_input(engine, spec, api_version)), usedforsecurity=False)
+    return base64.b32hexencode(digest.digest()).decode("ascii")

@@ -15,8 +15,9 @@ from .quantity import Quantity, QuantityError
 HOLD_ON_RECREATE = ("always", "gpu-only", "never")
 NOT_APPLIED = ("hold", "warn")
 RENDER_FAILURE = ("hold", "warn")
+HOLD_ON_LATENT = ("version-skew", "always", "never")
 _KEYS = {"holdOnRecreate", "thresholds", "notApplied", "operator", "accelerators", "holdOnErrors",
-         "renderFailure"}
+         "renderFailure", "raycluster"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,11 @@ class Policy:
     * ``accelerators``: extra resource names to count as accelerators.
     * ``render_failure``: ``hold`` (default) or ``warn`` when a root the change touched could
       not be rendered (kustomize, Helm): its RayServices were not compared at all.
+    * ``cluster_hold_on_recreate`` (``raycluster.holdOnRecreate``, default true): hold a
+      standalone RayCluster change that Recreate turns into a full restart (downtime).
+    * ``cluster_hold_on_latent`` (``raycluster.holdOnLatent``): ``version-skew`` (default) holds
+      a latent change only when it changes the Ray version; ``always`` every latent change;
+      ``never`` none.
     """
 
     hold_on_recreate: str = "gpu-only"
@@ -43,6 +49,8 @@ class Policy:
     accelerators: tuple[str, ...] = ()
     hold_on_errors: bool = True
     render_failure: str = "hold"
+    cluster_hold_on_recreate: bool = True
+    cluster_hold_on_latent: str = "version-skew"
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Policy:
@@ -84,9 +92,18 @@ class Policy:
         render_failure = data.get("renderFailure", "hold")
         if render_failure not in RENDER_FAILURE:
             raise PolicyError(f"must be one of {', '.join(RENDER_FAILURE)}", key="renderFailure")
+        cluster = data.get("raycluster") or {}
+        if not isinstance(cluster, Mapping) or set(cluster) - {"holdOnRecreate", "holdOnLatent"}:
+            raise PolicyError("must be a mapping with holdOnRecreate and/or holdOnLatent", key="raycluster")
+        cluster_recreate = cluster.get("holdOnRecreate", True)
+        if not isinstance(cluster_recreate, bool):
+            raise PolicyError("must be true or false", key="raycluster.holdOnRecreate")
+        cluster_latent = cluster.get("holdOnLatent", "version-skew")
+        if cluster_latent not in HOLD_ON_LATENT:
+            raise PolicyError(f"must be one of {', '.join(HOLD_ON_LATENT)}", key="raycluster.holdOnLatent")
         return cls(hold, thresholds, not_applied, dict(gates),
                    {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in env.items()},
-                   tuple(accel), hold_errors, render_failure)
+                   tuple(accel), hold_errors, render_failure, cluster_recreate, cluster_latent)
 
 
 # No cluster has an exa of anything: a larger amount is a typo, not headroom.

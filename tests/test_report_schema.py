@@ -35,10 +35,14 @@ def test_reports_on_kuberay_samples_conform(path: Path) -> None:
 
 
 def test_report_level_findings_and_other_kinds_conform() -> None:
-    rc = "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: c}\nspec: {}\n"
+    # A RayCluster that a RayService owns is the RayService's: counted, not analysed on its own.
+    rc = ("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: c, ownerReferences: [{apiVersion: "
+          "ray.io/v1, kind: RayService, name: s, uid: u}]}\nspec: {}\n---\napiVersion: v1\nkind: ConfigMap\n"
+          "metadata: {name: m}\n")
     note = diffing.Finding("error", "render-failed", "overlays/prod (kustomize)", "kustomize: boom")
     report = diffing.analyze("", rc, notes=[note]).to_dict()
-    assert report["notAnalysed"] == {"RayCluster": 1} and report["findings"][0]["code"] == "render-failed"
+    assert report["notAnalysed"] == {"ConfigMap": 1, "RayCluster": 1}
+    assert report["findings"][0]["code"] == "render-failed" and report["resources"] == []
     assert errors(report) == []
 
 

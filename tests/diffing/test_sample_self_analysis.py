@@ -21,12 +21,19 @@ ROOT = Path(__file__).resolve().parents[2]
 OURS = sorted(p for p in (ROOT / "samples").rglob("*.y*ml"))
 MIRROR = Path("/work/.mirror/ray-project+kuberay/repo")
 REJECTED: dict[str, str] = {}  # file name -> KubeRay's reason (none at v1.7.0)
+# Samples of alpha features: KubeRay v1.7.0 freezes them unless the operator runs with the gate
+# (validation.go:260-263, 316-318, 323-325, 336-338), so they are analysed with it switched on.
+GATED = {"ray-cluster.embedded-gcs-ft.yaml": "GCSFaultToleranceEmbeddedStorage",
+         "ray-cluster.historyserver.yaml": "RayClusterHistoryServer",
+         "ray-cluster.mtls.yaml": "RayClusterMTLS",
+         "ray-cluster.network-policy-deny-all.yaml": "RayClusterNetworkPolicy"}
 
 
-def _errors(text: str) -> list[tuple[str, str, str]]:
+def _errors(text: str, gate: str | None = None) -> list[tuple[str, str, str]]:
     out = []
+    policy = {"operator": {"featureGates": {gate: True}}} if gate else None
     for before in ("", text):
-        for r in diffing.analyze(before, text).resources:
+        for r in diffing.analyze(before, text, policy=policy).resources:
             out += [(r.name, f.code, f.path) for f in r.findings if f.severity == "error"]
             assert r.rollout in ("create", "none"), (r.name, r.rollout, r.reasons)
     return out
@@ -66,7 +73,10 @@ def _show(path: str) -> str:
     ids=[p.removeprefix("ray-operator/config/samples/") for p in UPSTREAM])
 def test_kuberay_sample_folder_has_no_error_finding(path: str) -> None:
     text = _show(path)
-    assert _errors(text) == [] or path.rsplit("/", 1)[-1] in REJECTED
+    name = path.rsplit("/", 1)[-1]
+    assert _errors(text, GATED.get(name)) == [] or name in REJECTED
+    if name in GATED:  # and without the gate, the freeze is predicted
+        assert any(code == "validation-failed" for _, code, _ in _errors(text))
     if "kind: RayService" in text:
         vendored = ROOT / "samples" / "kuberay-v1.7.0" / path.rsplit("/", 1)[-1]
         assert vendored.read_text() == text
