@@ -188,7 +188,7 @@ def _classify(w: _Work, d: Difference, dropped: bool) -> Change:
     elif (_group_item(d.path) or d.path == GROUPS) and d.before is ABSENT:
         category = C.RECREATE if w.recreate_on else C.SCALE
         detail = detail or "worker group added: its pods are created now"
-    elif (_group_item(d.path) or d.path == GROUPS) and d.after is ABSENT:
+    elif (_group_item(d.path) and d.after is ABSENT) or (d.path == GROUPS and d.after in (ABSENT, [])):
         category = C.RECREATE if w.recreate_on else C.OPERATOR_IGNORED
         detail = detail or "worker group removed: KubeRay never deletes its pods"
     else:
@@ -227,7 +227,7 @@ def _unapplied(w: _Work, c: Change, dropped: bool) -> bool:
         return True
     if w.recreate_on and c.category == C.RECREATE.value:
         return False
-    if _group_item(c.path) and c.after is ABSENT:
+    if (_group_item(c.path) and c.after is ABSENT) or (c.path == GROUPS and c.after in (ABSENT, [])):
         return True
     return w.engine.rules.cluster_rule_of(schema_path(c.path)).unapplied
 
@@ -403,7 +403,9 @@ def _rollout(w: _Work, schema_errors: list[tuple[Path, str]], problems: list[tup
         w.reasons.append("nothing in the change is ever carried out: " +
                          "; ".join(sorted({_why_unapplied(w, c) for c in real})))
         return "not-applied"
-    if any(c.category == C.LATENT.value for c in real):
+    # Under Recreate a hashed change that does not recreate (the head already has the hash, or
+    # an operator upgrade absorbed it) still reaches every pod built later.
+    if any(c.category in (C.LATENT.value, C.RECREATE.value) for c in real):
         w.reasons.append("the change reaches only pods created later (a scale-up, a replaced pod); "
                          "running pods keep the old spec")
         return "latent"
@@ -659,6 +661,16 @@ def _decide(w: _Work, rollout: str, capacity: Capacity, known: Mapping[str, Frac
                      "the operator will not apply this change"))
         if "suspend-field-removed" in codes:
             w.steps.append("write spec.suspend: false instead of deleting the line")
+        paths = {schema_path(c.path)[:3] for c in w.unapplied}
+        if paths & {("spec", "headServiceAnnotations"), ("spec", "headGroupSpec", "headService"),
+                    ("spec", "headGroupSpec", "serviceType")}:
+            w.steps.append("delete the head Service after the sync so KubeRay creates it again with the new "
+                           "settings (clients reconnect), or drop the change")
+        if external_manager({"spec": w.a_spec}) is not None:
+            w.steps.append("leave spec.managedBy unset unless another controller (MultiKueue) is meant to "
+                           "take the cluster over")
+        if not w.steps:
+            w.steps.append("drop the change, or carry it out another way (see the reasons)")
     if rollout == "suspend":
         hold.append(("suspending deletes every pod: hold until someone confirms the outage is intended",
                      "suspending deletes every pod"))

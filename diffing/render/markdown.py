@@ -25,8 +25,9 @@ from ..report import HOLD, IGNORE, Finding, Report, ResourceReport
 
 ICON = {"approve": "🟢", "hold": "🔴", "ignore-differences": "🟡"}
 SEVERITY_ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
-CATEGORY_ORDER = ("cluster-recreate", "worker-group-appended", "serve-in-place", "autoscaler-owned",
-                  "operator-ignored", "service-level", "no-op")
+CATEGORY_ORDER = ("cluster-recreate", "recreate", "worker-group-appended", "scale", "latent", "next-run",
+                  "applies-now", "suspend", "serve-in-place", "autoscaler-owned", "operator-ignored",
+                  "side-object", "service-level", "no-op")
 # What Ray Serve does with a serveConfigV2 change (diffing.serve): said in the note column, and
 # counted in the changes line so it shows even when the table is folded or cut.
 SERVE_EFFECT = {"lightweight": "applied to the running replicas",
@@ -112,16 +113,19 @@ def _header(report: Report) -> list[str]:
         lines += [_finding_line(f) for f in report.findings] + [""]
     if report.not_analysed:
         kinds = ", ".join(f"{n} {k}" for k, n in report.not_analysed.items())
-        lines += [f"<sub>Changed but not analysed (rayservice-impact judges RayServices): {kinds}</sub>", ""]
+        lines += [f"<sub>Changed but not analysed (rayservice-impact judges RayServices, RayClusters and "
+                  f"RayJobs): {kinds}</sub>", ""]
     if not report.resources:
-        lines.append("No RayService changes." if not report.findings else
-                     "No RayService could be compared.")
+        lines.append("No RayService, RayCluster or RayJob changes." if not report.findings else
+                     "No RayService, RayCluster or RayJob could be compared.")
         return lines
-    lines += ["| RayService | action | rollout | extra accelerators | extra CPU / memory |",
+    kinds_seen = {r.kind for r in report.resources}
+    column = "RayService" if kinds_seen == {"RayService"} else "resource"
+    lines += [f"| {column} | action | rollout | extra accelerators | extra CPU / memory |",
               "|---|---|---|---|---|"]
     for r in _ordered(report.resources):
         differs = _decision(r, report)
-        lines.append(f"| {ICON.get(r.decision, '')} `{r.namespace}/{r.name}`"
+        lines.append(f"| {ICON.get(r.decision, '')} {_label(r)}"
                      f"{f' ({differs})' if differs else ''} | {r.action} | **{r.rollout}** | "
                      f"{_accelerators(r.capacity.extra)} | {_cpu_mem(r.capacity.extra)} |")
     lines += ["", f"<sub>KubeRay {report.kuberay_version} rules · capacity basis: "
@@ -197,6 +201,9 @@ def _snippet(r: ResourceReport) -> list[str]:
                   f"      name: {entry['name']}", f"      namespace: {entry['namespace']}",
                   "      jqPathExpressions:"]
         lines += [f"        - {expr}" for expr in entry["jqPathExpressions"]]
+    if any(entry["kind"] == "RayCluster" for entry in r.ignore_differences):
+        lines += ["  # The ignore rule only hides the drift: a sync that does apply the RayCluster still",
+                  "  # sends Git's replicas. Keep them equal to minReplicas in Git (or leave them out)."]
     lines += ["  syncPolicy:", "    syncOptions:",
               "      - ApplyOutOfSyncOnly=true   # do not re-apply (and reset) Ray CRs on unrelated syncs",
               "      # Do NOT add RespectIgnoreDifferences=true here: workerGroupSpecs is an atomic list,",
@@ -266,9 +273,15 @@ def _chart(r: ResourceReport) -> list[str]:
     return chart + ["```", "", legend, "", "</details>", ""]
 
 
+def _label(r: ResourceReport) -> str:
+    """``ns/name`` in code, with its kind in front unless it is a RayService (the tool's first subject)."""
+    name = f"`{r.namespace}/{r.name}`"
+    return name if r.kind == "RayService" else f"{r.kind} {name}"
+
+
 def _resource(r: ResourceReport, report: Report, compact: bool) -> list[str]:
     differs = _decision(r, report)
-    lines = [f"### {ICON.get(r.decision, '')} `{r.namespace}/{r.name}`: {r.rollout}"
+    lines = [f"### {ICON.get(r.decision, '')} {_label(r)}: {r.rollout}"
              f"{f' → {differs}' if differs else ''}", ""]
     if r.source:
         lines += [f"<sub>{r.source}</sub>", ""]
