@@ -224,6 +224,9 @@ def _number(value: Any) -> float:
 
 def _capacity(r: ResourceReport) -> list[str]:
     c = r.capacity
+    if not c.extra and c.peak and r.rollout == "recreate":  # no surge: the rebuilt cluster must fit
+        return [f"**No extra capacity** (the old pods go first) · the rebuilt cluster: {_amounts(c.peak)} "
+                f"(basis: {c.basis})", ""]
     if not c.extra:
         return []
     headroom = _amounts(c.headroom) if c.headroom is not None else "unknown"
