@@ -34,6 +34,7 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+_NOTHING: Any = object()
 
 
 def _json_key(key: Any) -> str:
@@ -45,9 +46,32 @@ def _json_key(key: Any) -> str:
     return "null" if key is None else str(key)
 
 
+_STR, _INT, _NULL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:null"
+_MERGE = "tag:yaml.org,2002:merge"
+_SEQ, _MAP = "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
+
+
 class _Constructor(_Loader):  # type: ignore[misc, valid-type]
     """The safe loader, with the values Kubernetes sees: string keys (so ``1`` and ``true``
-    stay two keys, where a Python dict would merge them), timestamps and binary as strings."""
+    stay two keys, where a Python dict would merge them), timestamps and binary as strings.
+
+    The composer asks :meth:`resolve` for the tag of every plain scalar; manifests repeat the
+    same few hundred values (``cpu: "8"``, container names, ``true``), so each distinct
+    (value, implicit) pair is matched against PyYAML's regular expressions once per loader.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._tags: dict[tuple[str, Any], str] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is yaml.ScalarNode:
+            key = (value, implicit)
+            tag = self._tags.get(key)
+            if tag is None:
+                tag = self._tags[key] = super().resolve(kind, value, implicit)
+            return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
         if isinstance(node, yaml.MappingNode):
@@ -166,6 +190,67 @@ def _child(node: yaml.Node, seg: Any) -> tuple[int, yaml.Node] | None:
                                 and str(value_node.value) == seg.value):
                             return item.start_mark.line + 1, item
     return None
+
+
+class _Slow(Exception):
+    """The fast builder met something only PyYAML's constructors handle (a merge key)."""
+
+
+def _build(loader: _Constructor, node: yaml.Node, limits: Limits, where: dict[str, Any]) -> Any:
+    """The value of an anchor-free document straight from its nodes, depth checked on the way.
+
+    Without anchors no node is shared and no cycle exists, so PyYAML's bookkeeping (the
+    constructed-objects table, generators for two-step construction, ``deep`` recursion) buys
+    nothing. Strings and plain decimal integers, nearly every scalar of a manifest, are built
+    here; every other tag goes to the loader's own constructor, so values are exactly what
+    :meth:`_Constructor.construct_document` would give. A merge key (``<<``) raises
+    :class:`_Slow` and the caller takes the general path.
+    """
+    scalar, sequence = yaml.ScalarNode, yaml.SequenceNode
+    max_depth = limits.max_depth
+    construct = loader.construct_object
+
+    def build(n: yaml.Node, depth: int) -> Any:
+        t = type(n)
+        if t is scalar:
+            tag = n.tag
+            if tag == _STR:
+                return n.value
+            if tag == _INT:
+                v = n.value
+                if v.isdigit() and (v[0] != "0" or len(v) == 1):  # YAML 1.1: 010 is octal
+                    return int(v)
+            return construct(n)
+        if depth > max_depth:
+            raise ManifestError(f"nesting deeper than {max_depth} levels", line=n.start_mark.line + 1,
+                                **where)
+        if n.tag != (_SEQ if t is sequence else _MAP):  # !!set, !!omap, or a refused python tag
+            return construct(n, deep=True)
+        if t is sequence:
+            return [build(item, depth + 1) for item in n.value]
+        out: dict[str, Any] = {}
+        for key_node, value_node in n.value:
+            if type(key_node) is scalar and key_node.tag == _STR:
+                key = key_node.value
+            elif key_node.tag == _MERGE:
+                raise _Slow
+            else:
+                key = build(key_node, depth + 1)
+                if type(key) is not str:
+                    if isinstance(key, (list, dict)):
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping", n.start_mark, "found an unhashable key",
+                            key_node.start_mark)
+                    key = _json_key(key)
+            if key in out:
+                first = next(k.start_mark.line + 1 for k, _ in n.value
+                             if _json_key(loader.construct_object(k)) == key)
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {first})", key_node.start_mark)
+            out[key] = build(value_node, depth + 1)
+        return out
+
+    return build(node, 0)
 
 
 def _check_depth(node: yaml.Node, limits: Limits, where: dict[str, Any]) -> None:
@@ -290,12 +375,26 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
                 yield Document(index, None, None)
                 continue
             where: dict[str, Any] = {"source": source, "document": index}
+            value = _NOTHING
             if has_anchors:
                 expanded = _check_graph(node, limits, where, expanded)
             else:
-                _check_depth(node, limits, where)
+                try:
+                    value = _build(loader, node, limits, where)
+                except _Slow:
+                    _check_depth(node, limits, where)
+                except yaml.MarkedYAMLError as exc:
+                    mark = exc.problem_mark or exc.context_mark
+                    raise ManifestError(_yaml_reason(exc), line=mark.line + 1 if mark else None,
+                                        **where) from None
+                except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+                    raise ManifestError(f"cannot read a value: {exc}", line=node.start_mark.line + 1,
+                                        **where) from None
+                except RecursionError:
+                    raise ManifestError("the document nests too deeply to read", **where) from None
             try:
-                value = loader.construct_document(node)
+                if value is _NOTHING:
+                    value = loader.construct_document(node)
             except yaml.MarkedYAMLError as exc:
                 mark = exc.problem_mark or exc.context_mark
                 raise ManifestError(_yaml_reason(exc), line=mark.line + 1 if mark else None,
