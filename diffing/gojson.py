@@ -53,6 +53,7 @@ class GoTypes:
             name: {row[0]: (row[1], row[2], row[3], row[4]) for row in rows}
             for name, rows in doc["types"].items()
         }
+        self._absent: dict[tuple[Any, int], tuple[Any, Any]] = {}
 
     def field(self, t: TypeDesc | None, key: str) -> TypeDesc | None:
         t = self.deref(t)
@@ -89,8 +90,24 @@ class GoTypes:
         """
         if value is None and not (sch or {}).get("nullable"):
             value = ABSENT
-        if value is ABSENT and sch is not None and "default" in sch:
-            value = sch["default"]
+        if value is ABSENT:
+            if sch is not None and "default" in sch:
+                value = sch["default"]
+            else:
+                # What an absent field encodes to depends only on its type and schema: most of a
+                # pod spec's fields are absent, so each is worked out once (a copy is handed out,
+                # callers may edit what they get).
+                key = (t, id(sch))
+                hit = self._absent.get(key)
+                if hit is None or hit[0] is not sch:
+                    hit = self._absent[key] = (sch, self._encode_absent(t, schemas, sch))
+                return _fresh(hit[1])
+        return self._encode(value, t, schemas, sch)
+
+    def _encode_absent(self, t: TypeDesc | None, schemas: SchemaSet, sch: Schema | None) -> Any:
+        return self._encode(ABSENT, t, schemas, sch)
+
+    def _encode(self, value: Any, t: TypeDesc | None, schemas: SchemaSet, sch: Schema | None) -> Any:
         if t is None:
             return _plain(value)
         kind, omit, elem_kind, elem = t
@@ -148,6 +165,15 @@ class GoTypes:
         if value is ABSENT:
             return OMIT if omit != "never" else None
         return _plain(value)
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of an encoded value that shares no container with ``value``."""
+    if type(value) is dict:
+        return {k: _fresh(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_fresh(v) for v in value]
+    return value
 
 
 def _not_omitted(value: Any) -> Any:

@@ -49,6 +49,8 @@ def _json_key(key: Any) -> str:
 _STR, _INT, _NULL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:null"
 _MERGE = "tag:yaml.org,2002:merge"
 _SEQ, _MAP = "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
+_TAGS: dict[tuple[str, Any], str] = {}  # (plain scalar, implicit) -> resolved tag
+_TAG_CACHE = 16_384
 
 
 class _Constructor(_Loader):  # type: ignore[misc, valid-type]
@@ -57,19 +59,19 @@ class _Constructor(_Loader):  # type: ignore[misc, valid-type]
 
     The composer asks :meth:`resolve` for the tag of every plain scalar; manifests repeat the
     same few hundred values (``cpu: "8"``, container names, ``true``), so each distinct
-    (value, implicit) pair is matched against PyYAML's regular expressions once per loader.
+    (value, implicit) pair is matched against PyYAML's regular expressions once (the answer
+    depends on nothing else: this class adds no implicit resolver and no path resolver).
     """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._tags: dict[tuple[str, Any], str] = {}
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
         if kind is yaml.ScalarNode:
             key = (value, implicit)
-            tag = self._tags.get(key)
+            tag = _TAGS.get(key)
             if tag is None:
-                tag = self._tags[key] = super().resolve(kind, value, implicit)
+                tag = super().resolve(kind, value, implicit)
+                if len(_TAGS) >= _TAG_CACHE:
+                    _TAGS.clear()  # bounded: hostile input cannot grow it without limit
+                _TAGS[key] = tag
             return tag
         return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
 

@@ -25,6 +25,7 @@ _TYPE_CHECKS = {
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
 }
+_PRESERVE: dict[str, Any] = {"x-kubernetes-preserve-unknown-fields": True}  # shared: never mutated
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
@@ -35,6 +36,7 @@ class SchemaSet:
         doc = json.loads(schema_json)
         self._defs: dict[str, Schema] = doc["defs"]
         self.versions: dict[str, Schema] = doc["versions"]
+        self._children: dict[tuple[int, str | None], tuple[Any, Schema | None]] = {}
 
     @classmethod
     def from_versions(cls, versions: dict[str, Schema]) -> SchemaSet:
@@ -42,6 +44,7 @@ class SchemaSet:
         self = cls.__new__(cls)
         self._defs = {}
         self.versions = versions
+        self._children = {}
         return self
 
     def root(self, api_version: str) -> Schema | None:
@@ -53,7 +56,22 @@ class SchemaSet:
         return node
 
     def child(self, node: Schema | None, seg: Any) -> Schema | None:
-        """The schema of ``seg`` below ``node``; ``None`` when the field is unknown (pruned)."""
+        """The schema of ``seg`` below ``node``; ``None`` when the field is unknown (pruned).
+
+        Memoised per (node, field): the walks ask the same few hundred questions for every
+        worker group. The entry keeps ``node`` alive, so its ``id`` cannot be reused.
+        """
+        key = (id(node), seg if isinstance(seg, str) else None)
+        cache = self._children
+        hit = cache.get(key)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        found = self._child(node, seg)
+        if len(cache) < 65_536:
+            cache[key] = (node, found)
+        return found
+
+    def _child(self, node: Schema | None, seg: Any) -> Schema | None:
         node = self.resolve(node)
         if node is None:
             return None
@@ -65,7 +83,7 @@ class SchemaSet:
             if isinstance(extra, dict):
                 return self.resolve(extra)
             if node.get("x-kubernetes-preserve-unknown-fields"):
-                return {"x-kubernetes-preserve-unknown-fields": True}
+                return _PRESERVE
             return None
         items = node.get("items")
         return self.resolve(items) if isinstance(items, dict) else None
