@@ -18,6 +18,7 @@ RCC = ray-operator/controllers/ray/raycluster_controller.go at v1.7.0.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -417,6 +418,9 @@ def _rollout(w: _Work, schema_errors: list[tuple[Path, str]], problems: list[tup
 def _rule_reason(w: _Work, c: Change) -> str:
     if _group_item(c.path) or c.path == GROUPS:
         return c.detail or "worker groups changed"
+    if c.category == C.AUTOSCALER_OWNED.value:
+        return ("with autoscaling on KubeRay deletes no pod for a lower count and the Ray autoscaler "
+                "writes the field again (RCC:1218-1236)")
     return w.engine.rules.cluster_rule_of(schema_path(c.path)).reason
 
 
@@ -504,6 +508,12 @@ def _findings(w: _Work, rollout: str, schema_errors: list[tuple[Path, str]], unk
             yield w.finding("warning", "orphaned-pods", GROUPS + (Key("groupName", name),),
                             f"{pods} pod(s) of worker group {name} keep running and keep their resources: "
                             f"{how}; the Ray autoscaler may crash-loop on them (kuberay#1739)")
+    if rollout == "scale" and not w.autoscaling:
+        for name, pods in moves.deleted.items():
+            if pods and name not in moves.hosts_changed:
+                yield w.finding("warning", "scale-in-deletes-pods", GROUPS + (Key("groupName", name),),
+                                f"KubeRay deletes {pods} pod(s) of group {name} now, picked in list order "
+                                "and not drained: whatever runs on them is lost (RCC:1218-1256)")
     if rollout == "recreate":
         yield w.finding("warning", "recreate-downtime", ("spec", "upgradeStrategy", "type"),
                         "Recreate deletes the head and every worker at once and builds them again: all Ray "
@@ -512,7 +522,7 @@ def _findings(w: _Work, rollout: str, schema_errors: list[tuple[Path, str]], unk
     yield from _strategy_switch(w, rollout)
     if w.before is not None and w.after is not None and w.b_spec.get("suspend") is True \
             and "suspend" not in w.a_spec:
-        yield w.finding("error", "suspend-field-removed", ("spec", "suspend"),
+        yield w.finding("warning", "suspend-field-removed", ("spec", "suspend"),
                         "removing suspend: true never resumes the cluster: only an explicit "
                         "suspend: false does (RCC:2084-2091)")
     if w.before is not None and w.b_spec.get("enableInTreeAutoscaling") is True \
@@ -621,12 +631,22 @@ def _skew(w: _Work, rollout: str) -> Iterator[Finding]:
         return
     old, new = _ray_images(w.b_spec), _ray_images(w.a_spec)
     for path, image in new.items():
-        if path in old and old[path] != image and image is not None:
+        if path in old and old[path] != image and image is not None and not _same_ray(old[path], image):
             yield w.finding("warning", "version-skew", path + ("template", "spec", "containers"),
                             f"the Ray image {old[path]} → {image} reaches only pods created later: the group "
                             "runs both images, and new workers may fail to join the old head; restart the "
                             "cluster (upgradeStrategy Recreate) or roll it deliberately")
             return
+
+
+_RAY_VERSION = re.compile(r":(?:[^:@/]*?[^0-9.])?([0-9]+\.[0-9]+\.[0-9]+)(?![0-9.])")
+
+
+def _same_ray(old: Any, new: Any) -> bool:
+    """Both image tags name the same Ray version (``2.52.0-py311`` → ``2.52.0-py311-cu124``).
+    A tag without a readable version (a digest, ``latest``) is not assumed to be the same."""
+    a, b = _RAY_VERSION.search(str(old)), _RAY_VERSION.search(str(new))
+    return a is not None and b is not None and a.group(1) == b.group(1)
 
 
 def _strategy_switch(w: _Work, rollout: str) -> Iterator[Finding]:

@@ -107,7 +107,7 @@ ROWS: list[tuple[str, str, dict[str, Any], Edit, Any, str, str, int, set[str]]] 
     ("01 replicas up without headroom", "RCC:1183-1214", BASE, lambda o: gpu(o).update(replicas=3),
      None, "scale", "hold", 1, set()),
     ("02 replicas down, autoscaling off", "RCC:1218-1256", BASE, lambda o: gpu(o).update(replicas=1),
-     None, "scale", "approve", 0, set()),
+     None, "scale", "approve", 0, {"scale-in-deletes-pods"}),
     ("03 replicas up, autoscaling on", "RCC:1183-1214; raycluster-semantics §5.4", AUTOSCALED,
      lambda o: gpu(o).update(replicas=3), None, "scale", "ignore-differences", 1, {"autoscaler-fight"}),
     ("03 replicas down, autoscaling on", "RCC:1218-1236", AUTOSCALED,
@@ -137,6 +137,9 @@ ROWS: list[tuple[str, str, dict[str, Any], Edit, Any, str, str, int, set[str]]] 
     ("10 Ray image, default strategy", "§3.2 version skew", BASE,
      lambda o: worker_pod(o)["containers"][0].update(image="rayproject/ray:2.53.0"),
      None, "latent", "hold", 0, {"version-skew"}),
+    ("10 same Ray version, another image variant: latent without skew", "§3.2", BASE,
+     lambda o: worker_pod(o)["containers"][0].update(image="rayproject/ray:2.52.0-cu124"),
+     None, "latent", "approve", 0, set()),
     ("10 rayVersion, default strategy", "§3.2 version skew", BASE,
      lambda o: spec(o).update(rayVersion="2.53.0"), None, "latent", "hold", 0, {"version-skew"}),
     ("11 tolerations, Recreate (muted)", "UT:653-662", RECREATE,
@@ -469,3 +472,16 @@ def test_a_raycluster_next_to_a_rayservice_keeps_the_rayservice_report_unchanged
     got = both.to_dict()["resources"]
     assert [r["kind"] for r in got] == ["RayService", "RayCluster"]
     assert got[0] == alone[0]
+
+
+def test_an_autoscaled_replicas_cut_is_explained_as_the_autoscalers() -> None:
+    res = one(AUTOSCALED, variant(lambda o: gpu(o).update(replicas=1), base=AUTOSCALED))
+    assert res["rollout"] == "none" and "autoscaler" in " ".join(res["reasons"])
+    assert "scale-in-deletes-pods" not in codes(res)
+
+
+def test_removing_suspend_is_a_warning_whose_way_out_is_an_explicit_false() -> None:
+    res = one(SUSPENDED, variant(lambda o: spec(o).pop("suspend"), base=SUSPENDED))
+    (f,) = [f for f in res["findings"] if f["code"] == "suspend-field-removed"]
+    assert f["severity"] == "warning"
+    assert res["nextSteps"] == ["write spec.suspend: false instead of deleting the line"]
