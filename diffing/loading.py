@@ -145,15 +145,22 @@ _Constructor.add_constructor("tag:yaml.org,2002:pairs", _construct_pairs)
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One YAML document: its 1-based ``index`` in the text, its value and its nodes."""
+    """One YAML document: its 1-based ``index`` in the text, its value, and what turns a path
+    back into a line: the line index of :func:`_build`, or (for a document read the general
+    way, with anchors) its nodes."""
 
     index: int
     value: Any
     node: yaml.Node | None = field(repr=False, compare=False, default=None)
+    lines: Any = field(repr=False, compare=False, default=None)
+    start: int | None = field(repr=False, compare=False, default=None)  # 1-based first line
+    one_line: bool = field(repr=False, compare=False, default=False)
 
     @property
     def line(self) -> int | None:
-        return self.node.start_mark.line + 1 if self.node is not None else None
+        if self.node is not None:
+            return self.node.start_mark.line + 1
+        return self.start
 
     def line_of(self, path: Path) -> int | None:
         """The 1-based line of the deepest key or item along ``path`` that exists.
@@ -161,15 +168,57 @@ class Document:
         ``None`` for a document written on one line (JSON from an API): a line says nothing there.
         """
         node = self.node
-        if node is None or node.start_mark.line == node.end_mark.line:
+        if node is not None:
+            if node.start_mark.line == node.end_mark.line:
+                return None
+            best = node.start_mark.line + 1
+            for seg in path:
+                found = _child(node, seg)
+                if found is None:
+                    break
+                best, node = found
+            return best
+        if self.start is None or self.one_line:
             return None
-        best = node.start_mark.line + 1
+        best, value, lines = self.start, self.value, self.lines
         for seg in path:
-            found = _child(node, seg)
-            if found is None:
+            step = _step(value, lines, seg)
+            if step is None:
                 break
-            best, node = found
+            best, value, lines = step
         return best
+
+
+def _step(value: Any, lines: Any, seg: Any) -> tuple[int, Any, Any] | None:
+    """(line, child value, child index) for one path segment in a line index."""
+    if isinstance(seg, str):
+        if not isinstance(lines, dict) or seg not in lines or not isinstance(value, dict):
+            return None
+        entry, child = lines[seg], value.get(seg)
+    else:
+        if not isinstance(lines, list) or not isinstance(value, list):
+            return None
+        if isinstance(seg, Key):
+            i = next((i for i, item in enumerate(value) if isinstance(item, dict)
+                      and isinstance(item.get(seg.field), (str, int, float, bool))
+                      and _scalar_text(item[seg.field]) == seg.value), None)
+            if i is None:
+                return None
+        elif isinstance(seg, int) and 0 <= seg < len(lines):
+            i = seg
+        else:
+            return None
+        entry, child = lines[i], value[i]
+    if isinstance(entry, tuple):
+        return entry[0], child, entry[1]
+    return entry, child, None
+
+
+def _scalar_text(value: Any) -> str:
+    """How the scalar was most likely written: a path's ``[name=…]`` carries the text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _child(node: yaml.Node, seg: Any) -> tuple[int, yaml.Node] | None:
@@ -198,8 +247,10 @@ class _Slow(Exception):
     """The fast builder met something only PyYAML's constructors handle (a merge key)."""
 
 
-def _build(loader: _Constructor, node: yaml.Node, limits: Limits, where: dict[str, Any]) -> Any:
-    """The value of an anchor-free document straight from its nodes, depth checked on the way.
+def _build(loader: _Constructor, node: yaml.Node, limits: Limits, where: dict[str, Any]
+           ) -> tuple[Any, Any]:
+    """The value of an anchor-free document straight from its nodes, and its line index;
+    depth checked on the way.
 
     Without anchors no node is shared and no cycle exists, so PyYAML's bookkeeping (the
     constructed-objects table, generators for two-step construction, ``deep`` recursion) buys
@@ -207,37 +258,55 @@ def _build(loader: _Constructor, node: yaml.Node, limits: Limits, where: dict[st
     here; every other tag goes to the loader's own constructor, so values are exactly what
     :meth:`_Constructor.construct_document` would give. A merge key (``<<``) raises
     :class:`_Slow` and the caller takes the general path.
+
+    The line index mirrors the value: a mapping's index maps each key to the line of the key,
+    a list's index holds the line of each item; where the child is itself a mapping or list
+    the entry is ``(line, its index)``. Nodes weigh four times their values (two marks each),
+    so the index lets the document drop them and still name the line of any path.
     """
     scalar, sequence = yaml.ScalarNode, yaml.SequenceNode
     max_depth = limits.max_depth
     construct = loader.construct_object
 
-    def build(n: yaml.Node, depth: int) -> Any:
-        t = type(n)
-        if t is scalar:
-            tag = n.tag
-            if tag == _STR:
-                return n.value
-            if tag == _INT:
-                v = n.value
-                if v.isdigit() and (v[0] != "0" or len(v) == 1):  # YAML 1.1: 010 is octal
-                    return int(v)
-            return construct(n)
+    def value_of(n: yaml.Node) -> Any:
+        tag = n.tag
+        if tag == _STR:
+            return n.value
+        if tag == _INT:
+            v = n.value
+            if v.isdigit() and (v[0] != "0" or len(v) == 1):  # YAML 1.1: 010 is octal
+                return int(v)
+        return construct(n)
+
+    def build(n: yaml.Node, depth: int) -> tuple[Any, Any]:
         if depth > max_depth:
             raise ManifestError(f"nesting deeper than {max_depth} levels", line=n.start_mark.line + 1,
                                 **where)
+        t = type(n)
         if n.tag != (_SEQ if t is sequence else _MAP):  # !!set, !!omap, or a refused python tag
-            return construct(n, deep=True)
+            return construct(n, deep=True), None
         if t is sequence:
-            return [build(item, depth + 1) for item in n.value]
+            items: list[Any] = []
+            item_lines: list[Any] = []
+            for item in n.value:
+                line = item.start_mark.line + 1
+                if type(item) is scalar:
+                    items.append(value_of(item))
+                    item_lines.append(line)
+                else:
+                    v, sub = build(item, depth + 1)
+                    items.append(v)
+                    item_lines.append((line, sub))
+            return items, item_lines
         out: dict[str, Any] = {}
+        lines: dict[str, Any] = {}
         for key_node, value_node in n.value:
             if type(key_node) is scalar and key_node.tag == _STR:
                 key = key_node.value
             elif key_node.tag == _MERGE:
                 raise _Slow
             else:
-                key = build(key_node, depth + 1)
+                key = value_of(key_node) if type(key_node) is scalar else build(key_node, depth + 1)[0]
                 if type(key) is not str:
                     if isinstance(key, (list, dict)):
                         raise yaml.constructor.ConstructorError(
@@ -249,9 +318,18 @@ def _build(loader: _Constructor, node: yaml.Node, limits: Limits, where: dict[st
                              if _json_key(loader.construct_object(k)) == key)
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r} (first on line {first})", key_node.start_mark)
-            out[key] = build(value_node, depth + 1)
-        return out
+            line = key_node.start_mark.line + 1
+            if type(value_node) is scalar:
+                out[key] = value_of(value_node)
+                lines[key] = line
+            else:
+                v, sub = build(value_node, depth + 1)
+                out[key] = v
+                lines[key] = (line, sub)
+        return out, lines
 
+    if type(node) is scalar:
+        return value_of(node), None
     return build(node, 0)
 
 
@@ -382,7 +460,10 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
                 expanded = _check_graph(node, limits, where, expanded)
             else:
                 try:
-                    value = _build(loader, node, limits, where)
+                    value, lines = _build(loader, node, limits, where)
+                    yield Document(index, value, None, lines, node.start_mark.line + 1,
+                                   node.start_mark.line == node.end_mark.line)
+                    continue
                 except _Slow:
                     _check_depth(node, limits, where)
                 except yaml.MarkedYAMLError as exc:
