@@ -90,7 +90,8 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rayservice-impact",
-        description="Predict what the KubeRay operator does with a RayService change, and what it costs.")
+        description="Predict what the KubeRay operator does with a RayService, RayCluster or RayJob change, "
+                    "and what it costs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("analyze", help="compare two manifest files or folders")

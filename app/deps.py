@@ -38,7 +38,7 @@ def authorize(request: Request) -> Service:
 
     With tokens configured, a request without a matching ``Authorization: Bearer`` is 401. With
     none configured the API stays open for manifests but never answers from the cluster: the
-    live basis (free GPUs, live RayServices) is only for authenticated callers.
+    live basis (free GPUs, live RayServices and RayClusters) is only for authenticated callers.
     """
     service = get_service(request)
     if not service.api_tokens:

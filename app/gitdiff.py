@@ -7,26 +7,32 @@ import subprocess
 from collections.abc import Iterable, Sequence
 
 DEFAULT_PATHSPECS = ("*.yaml", "*.yml")
-RAYSERVICE_HINT = re.compile(r"^\s*kind:\s*[\"']?RayService[\"']?\s*$", re.MULTILINE)
+# A file that may hold an analysed kind (diffing.manifests.KINDS): a cheap text test.
+KUBERAY_HINT = re.compile(r"^\s*kind:\s*[\"']?(?:RayService|RayCluster|RayJob)[\"']?\s*$", re.MULTILINE)
+RAYSERVICE_HINT = KUBERAY_HINT  # the former name
 
 
 Texts = list[tuple[str, str]]
 
 
-def rayservice_texts(files: Iterable[tuple[str, str, str, str]]) -> tuple[Texts, Texts]:
+def kuberay_texts(files: Iterable[tuple[str, str, str, str]]) -> tuple[Texts, Texts]:
     """(before, after) ``(source, text)`` lists from ``(before source, before text, after source,
-    after text)`` per changed file, keeping only files with a RayService on either side (a cheap
-    text test: other files are never parsed, so a broken Helm template elsewhere is no error)."""
+    after text)`` per changed file, keeping only files with a RayService, RayCluster or RayJob on
+    either side (a cheap text test: other files are never parsed, so a broken Helm template
+    elsewhere is no error)."""
     befores: Texts = []
     afters: Texts = []
     for b_source, b, a_source, a in files:
-        if not (RAYSERVICE_HINT.search(b) or RAYSERVICE_HINT.search(a)):
+        if not (KUBERAY_HINT.search(b) or KUBERAY_HINT.search(a)):
             continue
         if b:
             befores.append((b_source, b))
         if a:
             afters.append((a_source, a))
     return befores, afters
+
+
+rayservice_texts = kuberay_texts  # the former name
 
 
 class GitError(Exception):
@@ -86,10 +92,10 @@ def _show(repo: str, rev: str, path: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if RAYSERVICE_HINT.search(data.decode("latin-1")):
-            # Never read as empty: that would make the RayService look deleted.
+        if KUBERAY_HINT.search(data.decode("latin-1")):
+            # Never read as empty: that would make the RayService (RayCluster, RayJob) look deleted.
             raise GitError(f"{rev}:{path}: not UTF-8 text (byte {exc.start})") from None
-        return ""  # not a text manifest, and no RayService in it
+        return ""  # not a text manifest, and no RayService, RayCluster or RayJob in it
 
 
 def _name_status(repo: str, base: str, head: str, pathspecs: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -130,8 +136,8 @@ def remote_url(repo: str) -> str | None:
 
 def changed_manifests(repo: str, base: str, head: str, pathspecs: Sequence[str] | None = None
                       ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """Before/after texts of every changed YAML file that holds a RayService on either side
-    (``--render none``: files as they are).
+    """Before/after texts of every changed YAML file that holds a RayService, RayCluster or RayJob
+    on either side (``--render none``: files as they are).
 
     Renames are followed (``-M``): the before side is read from the old path. Sources are
     named ``REV:path`` so errors point at the revision and file.
@@ -141,4 +147,4 @@ def changed_manifests(repo: str, base: str, head: str, pathspecs: Sequence[str] 
         b = "" if status == "A" else _show(repo, base, old)
         a = "" if status == "D" else _show(repo, head, new)
         files.append((f"{base}:{old}", b, f"{head}:{new}", a))
-    return rayservice_texts(files)
+    return kuberay_texts(files)

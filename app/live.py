@@ -1,6 +1,7 @@
-"""The live basis: what really runs behind each RayService, read from the Kubernetes API.
+"""The live basis: what really runs behind each RayService and standalone RayCluster, read
+from the Kubernetes API.
 
-For each RayService (``"namespace/name"``) :func:`read_live_basis` finds
+For each RayService (key ``"namespace/name"``) :func:`read_live_basis` finds
 
 * the active RayCluster (``status.activeServiceStatus.rayClusterName``, else the oldest
   RayCluster labelled ``ray.io/originated-from-cr-name=<name>`` that is not the pending one)
@@ -10,6 +11,14 @@ For each RayService (``"namespace/name"``) :func:`read_live_basis` finds
 * the latent divergence between that RayCluster's spec and the live ``rayClusterConfig``
   (:func:`diffing.cluster_divergence`);
 * the free accelerators where the new pods can land (:func:`accelerator_headroom`).
+
+For each standalone RayCluster (key ``"RayCluster/namespace/name"``, :func:`diffing.live.live_key`)
+it reads what raycluster-semantics.md §10 asks for: the running RayCluster's spec as served and
+its live (autoscaled) worker replicas; from the cluster's pods (label ``ray.io/cluster``) the
+head pod's ``ray.io/upgrade-strategy-recreate-hash`` and ``ray.io/kuberay-version`` annotations
+and the worker pods per ``ray.io/group``, groups no longer in the spec included (orphans); and
+the headroom as for a RayService. A RayCluster that is not running gets only the headroom. RayJobs
+are not read live (their analysis has no live basis).
 
 The functions taking nodes and pods are pure; only :func:`read_live_basis` and
 :func:`live_basis_for` do I/O, through :class:`app.clients.kubernetes.KubeReader`.
@@ -21,11 +30,13 @@ For the HTTP API and the GitHub flow (service running in-cluster), call::
                                    kuberay_version=version, headroom=headroom)
     report = diffing.analyze(before, after, ..., live=live)   # live None = manifest basis
 
-``keys`` are the ``"namespace/name"`` of the RayServices in the change (the report's own
-pairing key), ``targets`` optionally maps them to the new RayService objects (their
-nodeSelector/tolerations choose the nodes counted). ``live_basis_for`` returns ``None``
-without a Kubernetes configuration and raises :class:`~app.clients.kubernetes.KubernetesError`
-when one exists but does not work (a service may log it and fall back to ``None``).
+``keys`` are the live keys of the RayServices and RayClusters in the change
+(:func:`diffing.live.live_key`: ``"namespace/name"`` for a RayService,
+``"RayCluster/namespace/name"`` for a RayCluster), ``targets`` optionally maps them to the new
+objects (their nodeSelector/tolerations choose the nodes counted; :func:`live_targets` finds
+both in a text). ``live_basis_for`` returns ``None`` without a Kubernetes configuration and
+raises :class:`~app.clients.kubernetes.KubernetesError` when one exists but does not work (a
+service may log it and fall back to ``None``).
 """
 
 from __future__ import annotations
@@ -40,6 +51,9 @@ from typing import Any
 
 import diffing
 from diffing import capacity as cap
+from diffing.live import live_key
+from diffing.loading import Limits
+from diffing.manifests import Texts, collect_all
 from diffing.quantity import Quantity, QuantityError
 
 from .clients.kubernetes import KubeReader, KubernetesError, connect, kubeconfig_paths
@@ -47,6 +61,13 @@ from .clients.kubernetes import KubeReader, KubernetesError, connect, kubeconfig
 log = logging.getLogger("rayservice_impact.live")
 
 ORIGIN_LABEL = "ray.io/originated-from-cr-name"
+# Pod labels and annotations of KubeRay v1.7.0 (ray-operator/controllers/ray/utils/constant.go).
+CLUSTER_LABEL = "ray.io/cluster"
+NODE_TYPE_LABEL = "ray.io/node-type"  # "head" | "worker"
+GROUP_LABEL = "ray.io/group"
+RECREATE_HASH = "ray.io/upgrade-strategy-recreate-hash"
+KUBERAY_VERSION = "ray.io/kuberay-version"
+LIVE_KINDS = ("RayService", "RayCluster")  # the kinds whose live state is read
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 Obj = Mapping[str, Any]
@@ -181,9 +202,22 @@ def free_accelerators(nodes: Iterable[Obj], pods: Iterable[Obj], accelerators: I
     return {n: {k: max(v, Fraction(0)) for k, v in amounts.items()} for n, amounts in free.items()}
 
 
-def pod_templates(rayservice: Obj) -> list[tuple[str, Obj]]:
-    """(``head`` or group name, pod spec) for every pod kind a RayService's cluster creates."""
-    rcc = _get(rayservice, "spec", "rayClusterConfig") or {}
+def ray_cluster_spec(obj: Obj) -> Obj:
+    """The RayCluster spec an object makes pods from: a RayService's ``rayClusterConfig``, a
+    RayJob's ``rayClusterSpec``, a RayCluster's own ``spec``."""
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return {}
+    kind = obj.get("kind")
+    inner = spec.get("rayClusterConfig") if kind in (None, "RayService") else \
+        spec.get("rayClusterSpec") if kind == "RayJob" else spec
+    return inner if isinstance(inner, Mapping) else {}
+
+
+def pod_templates(obj: Obj) -> list[tuple[str, Obj]]:
+    """(``head`` or group name, pod spec) for every pod kind a RayService's, RayCluster's or
+    RayJob's cluster creates."""
+    rcc = ray_cluster_spec(obj)
     out = [("head", _get(rcc, "headGroupSpec", "template", "spec") or {})]
     for i, group in enumerate(rcc.get("workerGroupSpecs") or []):
         if isinstance(group, Mapping):
@@ -193,7 +227,7 @@ def pod_templates(rayservice: Obj) -> list[tuple[str, Obj]]:
 
 def accelerator_headroom(rayservice: Obj, nodes: list[Obj], pods: list[Obj],
                          accelerators: Iterable[str] = ()) -> dict[str, Any]:
-    """Free accelerators usable by this RayService's pods, in whole pods.
+    """Free accelerators usable by this RayService's (or RayCluster's) pods, in whole pods.
 
     A node counts for a pod kind when the pod could be scheduled there (:func:`node_accepts`);
     its free amount counts in multiples of that pod's request (2 free GPUs take no 4-GPU
@@ -238,7 +272,7 @@ def _number(value: Fraction) -> int | str:
     return int(value) if value.denominator == 1 else f"{float(value):g}"
 
 
-# -- the RayService's clusters -------------------------------------------------------------------
+# -- the live clusters ----------------------------------------------------------------------------
 
 
 def worker_replicas(raycluster: Obj) -> dict[str, int]:
@@ -250,25 +284,85 @@ def worker_replicas(raycluster: Obj) -> dict[str, int]:
     return out
 
 
+def cluster_pod_facts(pods: Iterable[Obj], cluster: str) -> tuple[str | None, str | None, dict[str, int]]:
+    """(head pod's recreate hash, head pod's KubeRay version, worker pods per ``ray.io/group``) of
+    the pods labelled ``ray.io/cluster=<cluster>``.
+
+    Pods being deleted are left out: they are on their way (a Recreate in progress, a scale-in),
+    neither the head that decides the next Recreate nor an orphan that stays. Every group label
+    counts, also one no longer in the spec: that is how orphaned pods show.
+    """
+    heads: list[Obj] = []
+    groups: dict[str, int] = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if labels.get(CLUSTER_LABEL) != cluster or meta.get("deletionTimestamp"):
+            continue
+        node_type = labels.get(NODE_TYPE_LABEL)
+        if node_type == "head":
+            heads.append(pod)
+        elif node_type == "worker":
+            group = str(labels.get(GROUP_LABEL) or "")
+            groups[group] = groups.get(group, 0) + 1
+    if not heads:
+        return None, None, dict(sorted(groups.items()))
+    heads.sort(key=lambda p: str(_get(p, "metadata", "creationTimestamp") or ""), reverse=True)
+    annotations = _get(heads[0], "metadata", "annotations") or {}
+    recreate_hash, version = annotations.get(RECREATE_HASH), annotations.get(KUBERAY_VERSION)
+    return (str(recreate_hash) if recreate_hash else None, str(version) if version else None,
+            dict(sorted(groups.items())))
+
+
+def parse_key(key: str) -> tuple[str, str, str]:
+    """``(kind, namespace, name)`` of a live key (the inverse of :func:`diffing.live.live_key`)."""
+    parts = key.split("/")
+    if len(parts) == 3:
+        return parts[0], parts[1], parts[2]
+    namespace, _, name = key.partition("/")
+    return "RayService", namespace, name
+
+
+def live_targets(texts: Texts, source: str = "after") -> dict[str, dict[str, Any]]:
+    """The RayServices and standalone RayClusters of ``texts`` by live key, for the live reads.
+
+    A RayCluster a RayService or RayJob owns is not one (:func:`diffing.manifests.analysed_kind`);
+    RayJobs have no live basis. Raises :class:`diffing.DiffingError` on a text that cannot be read.
+    """
+    found, _, _ = collect_all(texts, source, Limits())
+    return {live_key(ident): m.obj for ident, m in found.items() if ident[0] in LIVE_KINDS}
+
+
 MAX_NAMESPACES = 16  # namespaces one request may make the live basis read
 
 
 class RequestReader:
     """The reads of one request, bounded: each kind is listed once per namespace and served from
     that list (a body naming 250 RayServices made 502 calls); nodes and pods once. At most
-    ``MAX_NAMESPACES`` namespaces: more is refused (the caller falls back to the manifests)."""
+    ``MAX_NAMESPACES`` namespaces: more is refused (the caller falls back to the manifests).
+
+    The pods of standalone RayClusters come from the all-namespace list of active pods when it
+    was read anyway (for the headroom), else from one list per namespace (label ``ray.io/cluster``).
+    """
 
     def __init__(self, reader: KubeReader, max_namespaces: int = MAX_NAMESPACES) -> None:
         self.reader, self.max_namespaces = reader, max_namespaces
         self._lists: dict[tuple[str, str], dict[str, Obj]] = {}
+        self._pods: dict[str, list[Obj]] = {}
+        self._all_pods: list[Obj] | None = None
+        self._namespaces: set[str] = set()
         self.calls = 0
+
+    def _namespace(self, namespace: str) -> None:
+        if namespace not in self._namespaces and len(self._namespaces) >= self.max_namespaces:
+            raise KubernetesError(f"the change spans more than {self.max_namespaces} namespaces: the "
+                                  "live basis is not read for it")
+        self._namespaces.add(namespace)
 
     def _objects(self, plural: str, namespace: str) -> dict[str, Obj]:
         key = (plural, namespace)
         if key not in self._lists:
-            if len({ns for _, ns in self._lists} | {namespace}) > self.max_namespaces:
-                raise KubernetesError(f"the change spans more than {self.max_namespaces} namespaces: the "
-                                      "live basis is not read for it")
+            self._namespace(namespace)
             self.calls += 1
             items = self.reader.list_custom(plural, namespace)
             self._lists[key] = {str(_get(i, "metadata", "name")): i for i in items}
@@ -287,11 +381,24 @@ class RequestReader:
 
     def list_nodes(self) -> list[Obj]:
         self.calls += 1
-        return self.reader.list_nodes()
+        return list(self.reader.list_nodes())
 
     def list_active_pods(self) -> list[Obj]:
-        self.calls += 1
-        return self.reader.list_active_pods()
+        if self._all_pods is None:
+            self.calls += 1
+            self._all_pods = list(self.reader.list_active_pods())
+        return self._all_pods
+
+    def cluster_pods(self, namespace: str) -> list[Obj]:
+        """Active pods of KubeRay clusters (label ``ray.io/cluster``) in ``namespace``."""
+        if self._all_pods is not None:
+            return [p for p in self._all_pods if _get(p, "metadata", "namespace") == namespace
+                    and CLUSTER_LABEL in (_get(p, "metadata", "labels") or {})]
+        if namespace not in self._pods:
+            self._namespace(namespace)
+            self.calls += 1
+            self._pods[namespace] = list(self.reader.list_cluster_pods(namespace))
+        return self._pods[namespace]
 
 
 def _active_name(reader: RequestReader, rayservice: Obj, namespace: str, name: str,
@@ -305,52 +412,74 @@ def _active_name(reader: RequestReader, rayservice: Obj, namespace: str, name: s
     return str(_get(found[0], "metadata", "name")) if found else None
 
 
+def _rayservice_basis(reader: RequestReader, rs: Obj, namespace: str, name: str, room: dict[str, Any],
+                      kuberay_version: str) -> diffing.LiveCluster:
+    pending = _get(rs, "status", "pendingServiceStatus", "rayClusterName") or None
+    active = _active_name(reader, rs, namespace, name, pending)
+    cluster = reader.get_raycluster(namespace, active) if active else None
+    divergence: tuple[str, ...] = ()
+    if cluster is not None:
+        try:
+            divergence = diffing.cluster_divergence(rs, cluster, kuberay_version)
+        except diffing.DiffingError:
+            divergence = ()
+    return diffing.LiveCluster(
+        active_cluster=active if cluster is not None else None,
+        pending_cluster=str(pending) if pending else None,
+        worker_replicas=worker_replicas(cluster) if cluster is not None else {},
+        headroom=room or None, divergence=divergence)
+
+
+def _raycluster_basis(reader: RequestReader, rc: Obj, namespace: str, name: str,
+                      room: dict[str, Any]) -> diffing.LiveCluster:
+    head_hash, head_version, group_pods = cluster_pod_facts(reader.cluster_pods(namespace), name)
+    spec = rc.get("spec")
+    return diffing.LiveCluster(
+        active_cluster=name, worker_replicas=worker_replicas(rc), headroom=room or None,
+        head_hash=head_hash, head_kuberay_version=head_version, group_pods=group_pods,
+        cluster_spec=dict(spec) if isinstance(spec, Mapping) else {})
+
+
 def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping[str, Obj] | None = None,
                     kuberay_version: str = "1.7.0", accelerators: Iterable[str] = (),
                     headroom: Mapping[str, Any] | None = None) -> dict[str, diffing.LiveCluster]:
-    """One :class:`diffing.LiveCluster` per key whose RayService is live or has a target.
+    """One :class:`diffing.LiveCluster` per key whose RayService or RayCluster is live or has a target.
 
+    ``keys`` are live keys (:func:`parse_key`); keys of other kinds (RayJob) are skipped.
     ``headroom`` (e.g. from ``--headroom``) wins over the measured value for the same resource.
-    Reads at most two lists per namespace plus nodes and pods (:class:`RequestReader`).
+    Reads per namespace at most one list of RayServices, one of RayClusters and (for a standalone
+    RayCluster, unless the all-namespace pod list was read for the headroom) one of its pods;
+    plus nodes and pods once when an accelerator is involved (:class:`RequestReader`).
     """
     reader = RequestReader(client)
     targets = targets or {}
     extra = tuple(accelerators)
-    live: dict[str, Obj | None] = {}
+    live: dict[str, tuple[str, str, str, Obj | None]] = {}
     for key in dict.fromkeys(keys):
-        namespace, _, name = key.partition("/")
-        live[key] = reader.get_rayservice(namespace, name)
+        kind, namespace, name = parse_key(key)
+        if kind == "RayService":
+            live[key] = (kind, namespace, name, reader.get_rayservice(namespace, name))
+        elif kind == "RayCluster":
+            live[key] = (kind, namespace, name, reader.get_raycluster(namespace, name))
     wants_nodes = any(
         _accelerators(pod_requests(spec), extra)
-        for key in live for obj in (targets.get(key), live[key]) if obj
-        for _, spec in pod_templates(obj))
+        for key, (*_, obj) in live.items() for shape in (targets.get(key), obj) if shape
+        for _, spec in pod_templates(shape))
     nodes = reader.list_nodes() if wants_nodes else []
     pods = reader.list_active_pods() if wants_nodes else []
     out: dict[str, diffing.LiveCluster] = {}
-    for key, rs in live.items():
-        namespace, _, name = key.partition("/")
-        shape = targets.get(key) or rs
+    for key, (kind, namespace, name, obj) in live.items():
+        shape = targets.get(key) or obj
         if shape is None:
             continue
         room: dict[str, Any] = dict(accelerator_headroom(shape, nodes, pods, extra)) if wants_nodes else {}
         room.update(headroom or {})
-        if rs is None:
+        if obj is None:
             out[key] = diffing.LiveCluster(headroom=room or None)
-            continue
-        pending = _get(rs, "status", "pendingServiceStatus", "rayClusterName") or None
-        active = _active_name(reader, rs, namespace, name, pending)
-        cluster = reader.get_raycluster(namespace, active) if active else None
-        divergence: tuple[str, ...] = ()
-        if cluster is not None:
-            try:
-                divergence = diffing.cluster_divergence(rs, cluster, kuberay_version)
-            except diffing.DiffingError:
-                divergence = ()
-        out[key] = diffing.LiveCluster(
-            active_cluster=active if cluster is not None else None,
-            pending_cluster=str(pending) if pending else None,
-            worker_replicas=worker_replicas(cluster) if cluster is not None else {},
-            headroom=room or None, divergence=divergence)
+        elif kind == "RayService":
+            out[key] = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version)
+        else:
+            out[key] = _raycluster_basis(reader, obj, namespace, name, room)
     return out
 
 
@@ -358,7 +487,7 @@ def live_basis_for(keys: Iterable[str], *, targets: Mapping[str, Obj] | None = N
                    kuberay_version: str = "1.7.0", accelerators: Iterable[str] = (),
                    headroom: Mapping[str, Any] | None = None,
                    timeout: float = 10.0) -> dict[str, diffing.LiveCluster] | None:
-    """The live basis for ``keys`` (``"namespace/name"``), or ``None`` without Kubernetes config.
+    """The live basis for ``keys`` (live keys, :func:`parse_key`), or ``None`` without Kubernetes config.
 
     Raises :class:`KubernetesError` when a configuration exists but the API cannot be used.
     """
@@ -384,17 +513,18 @@ async def live_basis_for_texts(after: Any, *, enabled: bool, kuberay_version: st
                                headroom: Mapping[str, Any] | None, timeout: float,
                                accelerators: Iterable[str] = (),
                                budget: float | None = None) -> dict[str, diffing.LiveCluster] | None:
-    """The live basis for the RayServices of an after text, for the HTTP and GitHub flows.
+    """The live basis for the RayServices and standalone RayClusters of an after text, for the
+    HTTP and GitHub flows.
 
     ``None`` (manifest basis) when disabled, when the text cannot be read (the analysis will
-    report that), when it holds no RayService, or when Kubernetes cannot be used or does not
+    report that), when it holds neither, or when Kubernetes cannot be used or does not
     answer within ``budget`` seconds in all (logged). ``timeout`` bounds each call. The
     Kubernetes client is synchronous, so it runs in a thread.
     """
     if not enabled:
         return None
     try:
-        targets = await asyncio.to_thread(diffing.rayservice_objects, after)
+        targets = await asyncio.to_thread(live_targets, after)
     except diffing.DiffingError:
         return None
     if not targets:
@@ -412,6 +542,6 @@ async def live_basis_for_texts(after: Any, *, enabled: bool, kuberay_version: st
     return None
 
 
-__all__ = ["KubernetesError", "accelerator_headroom", "free_accelerators", "live_basis_for",
-           "kubernetes_configured", "live_basis_for_texts", "node_accepts", "pod_requests",
-           "read_live_basis", "tolerates", "worker_replicas"]
+__all__ = ["KubernetesError", "accelerator_headroom", "cluster_pod_facts", "free_accelerators",
+           "live_basis_for", "kubernetes_configured", "live_basis_for_texts", "live_targets",
+           "node_accepts", "parse_key", "pod_requests", "read_live_basis", "tolerates", "worker_replicas"]

@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from diffing.manifests import KINDS
+
 from . import jsonio
 
 
@@ -40,7 +42,9 @@ def _state(item: Mapping[str, Any], field: str, index: int) -> dict[str, Any] | 
 
 
 def texts_from_managed_resources(body: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(before, after) as ``(source, text)`` pairs, one per RayService item."""
+    """(before, after) as ``(source, text)`` pairs, one per RayService, RayCluster or RayJob item
+    (group ``ray.io``; an item without kind or group is passed on: the core reads its object's
+    own ``kind``, and names a RayCluster its RayService or RayJob owns as not analysed)."""
     if not isinstance(body, Mapping) or not isinstance(body.get("items", []), list):
         raise ManagedResourcesError("expected an object with an 'items' array")
     before: list[tuple[str, str]] = []
@@ -48,7 +52,7 @@ def texts_from_managed_resources(body: Any) -> tuple[list[tuple[str, str]], list
     for i, item in enumerate(body.get("items") or []):
         if not isinstance(item, Mapping):
             raise ManagedResourcesError(f"items[{i}] must be an object")
-        if item.get("kind") not in (None, "RayService") or item.get("group") not in (None, "ray.io"):
+        if item.get("kind") not in (None, *KINDS) or item.get("group") not in (None, "ray.io"):
             continue
         name = f"{item.get('namespace') or 'default'}/{item.get('name') or i}"
         live, target = _state(item, "liveState", i), _state(item, "targetState", i)

@@ -26,8 +26,9 @@ class Metrics:
         self.analyses = Counter("rayservice_impact_analyses", "Reports produced, by overall decision.",
                                 ("decision",), registry=r)
         self.rollouts = Counter("rayservice_impact_resource_rollouts",
-                                "RayServices analysed, by predicted rollout and decision.",
-                                ("rollout", "decision"), registry=r)
+                                "RayServices, RayClusters and RayJobs analysed, by kind, predicted "
+                                "rollout and decision.",
+                                ("kind", "rollout", "decision"), registry=r)
         self.accelerators = Counter("rayservice_impact_extra_accelerators_requested",
                                     "Extra accelerators the analysed rollouts need, summed.",
                                     ("resource",), registry=r)
@@ -46,11 +47,11 @@ class Metrics:
         self.requests.labels(*labels).inc()
         self.latency.labels(*labels).observe(seconds)
 
-    def observe_analysis(self, decision: str, rollouts: Iterable[tuple[str, str]],
+    def observe_analysis(self, decision: str, rollouts: Iterable[tuple[str, str, str]],
                          accelerators: Mapping[str, int], seconds: float | None) -> None:
         self.analyses.labels(decision).inc()
-        for rollout, resource_decision in rollouts:
-            self.rollouts.labels(rollout, resource_decision).inc()
+        for kind, rollout, resource_decision in rollouts:
+            self.rollouts.labels(kind, rollout, resource_decision).inc()
         for name, amount in accelerators.items():
             self.accelerators.labels(name).inc(amount)
         if seconds is not None:

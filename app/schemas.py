@@ -12,10 +12,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Decision = Literal["approve", "hold", "ignore-differences"]
+Kind = Literal["RayService", "RayCluster", "RayJob"]  # diffing.manifests.KINDS
+# RayService rollouts; then a standalone RayCluster's (recreate, scale, latent) and a RayJob's
+# (next-run) (CONTRACT "Standalone RayCluster and RayJob").
 Rollout = Literal["none", "serve-in-place", "cluster-in-place", "new-cluster", "incremental", "not-applied",
-                  "suspend", "resume", "create", "delete"]
+                  "suspend", "resume", "create", "delete", "recreate", "scale", "latent", "next-run"]
+# RayService categories; then a standalone RayCluster's (diffing.kuberay.ClusterCategory) and a
+# RayJob's (diffing.rayjob: next-run, applies-now, suspend; no-op and service-level as above).
 Category = Literal["serve-in-place", "autoscaler-owned", "operator-ignored", "service-level",
-                   "worker-group-appended", "cluster-recreate", "no-op"]
+                   "worker-group-appended", "cluster-recreate", "no-op", "scale", "latent", "recreate",
+                   "side-object", "next-run", "applies-now", "suspend"]
 Amount = int | str
 
 
@@ -90,7 +96,7 @@ class CapacityModel(BaseModel):
 
 class ResourceModel(BaseModel):
     apiVersion: str
-    kind: Literal["RayService"]
+    kind: Kind
     namespace: str
     name: str
     action: Literal["created", "deleted", "updated", "unchanged"]

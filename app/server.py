@@ -57,7 +57,8 @@ def create_app(settings: Settings) -> FastAPI:
             service.pool.close()
 
     app = FastAPI(title="rayservice-impact", version=_version(), lifespan=lifespan,
-                  summary="Predicts what the KubeRay operator does with a RayService change.",
+                  summary="Predicts what the KubeRay operator does with a RayService, RayCluster or RayJob "
+                          "change.",
                   docs_url=None, redoc_url=None)
     _offline_docs(app)
     app.state.service = service

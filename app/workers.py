@@ -88,7 +88,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             return {"status": 422, "body": encode_json(body), "media_type": "application/json",
                     "error": "answer-too-large", "seconds": time.perf_counter() - started}
         out = {"status": 200, "body": body_bytes, "media_type": media_type, "decision": report.decision,
-               "rollouts": [(r.rollout, r.decision) for r in report.resources],
+               "rollouts": [(r.kind, r.rollout, r.decision) for r in report.resources],
                "accelerators": _accelerators(report)}
     out["seconds"] = time.perf_counter() - started
     return out

@@ -137,6 +137,53 @@ def test_cli_git_follows_renames_and_skips_other_files(tmp_path: Path,
         ("ray-serve-llm", "updated", "new-cluster")]
 
 
+
+RAYCLUSTER = """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: raycluster-batch, namespace: batch}
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers: [{name: ray-head, image: "rayproject/ray:IMAGE"}]
+"""
+RAYJOB = """\
+apiVersion: ray.io/v1
+kind: "RayJob"
+metadata: {name: nightly, namespace: batch}
+spec:
+  entrypoint: ENTRYPOINT
+  rayClusterSpec:
+    headGroupSpec:
+      template:
+        spec:
+          containers: [{name: ray-head, image: "rayproject/ray:2.52.0"}]
+"""
+
+
+@pytest.mark.parametrize("render", ["auto", "none"])
+def test_cli_git_keeps_raycluster_and_rayjob_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   render: str) -> None:
+    """Files holding only a RayCluster or a RayJob are changes too (plain files, or as they are)."""
+    repo = tmp_path / "repo"
+    (repo / "batch").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "batch" / "cluster.yaml").write_text(RAYCLUSTER.replace("IMAGE", "2.52.0"))
+    (repo / "batch" / "job.yml").write_text(RAYJOB.replace("ENTRYPOINT", "python a.py"))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    base = _git(repo, "rev-parse", "HEAD")
+    (repo / "batch" / "cluster.yaml").write_text(RAYCLUSTER.replace("IMAGE", "2.53.0"))
+    (repo / "batch" / "job.yml").write_text(RAYJOB.replace("ENTRYPOINT", "python b.py"))
+    _git(repo, "commit", "-qam", "head")
+    code = cli.main(["git", base, "HEAD", "--repo", str(repo), "--format", "json", "--render", render])
+    out = json.loads(capsys.readouterr().out)
+    assert code in (0, 3)
+    assert [(r["kind"], r["namespace"], r["name"]) for r in out["resources"]] == [
+        ("RayCluster", "batch", "raycluster-batch"), ("RayJob", "batch", "nightly")]
+
+
 def test_cli_git_unknown_revision_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _git(tmp_path, "init", "-q")
     assert cli.main(["git", "nope", "HEAD", "--repo", str(tmp_path)]) == 2

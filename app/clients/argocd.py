@@ -1,7 +1,8 @@
 """The Argo CD calls of the PreSync hook and of the webhook's Argo CD rendering.
 
-* ``GET {server}/api/v1/applications/{name}/managed-resources?group=ray.io&kind=RayService``:
-  an Application's managed RayServices (argocd notes §2.1), for the PreSync hook;
+* ``GET {server}/api/v1/applications/{name}/managed-resources?group=ray.io``: an Application's
+  managed ``ray.io`` objects (argocd notes §2.1), for the PreSync hook, which keeps the
+  RayServices, RayClusters and RayJobs;
 * ``GET {server}/api/v1/applications`` (Applications, to find those of a repository) and
   ``GET {server}/api/v1/applications/{name}/manifests?revision=SHA`` (what repo-server renders
   at a revision, notes §2.2), for the webhook.
@@ -67,9 +68,15 @@ class ArgoCDClient:
         self.close()
 
     def managed_resources(self, app: str, *, app_namespace: str | None = None,
-                          group: str = "ray.io", kind: str = "RayService") -> dict[str, Any]:
-        """The ``applicationManagedResourcesResponse`` body (``{"items": [...]}``)."""
-        params = {"group": group, "kind": kind}
+                          group: str = "ray.io", kind: str | None = None) -> dict[str, Any]:
+        """The ``applicationManagedResourcesResponse`` body (``{"items": [...]}``).
+
+        Argo CD filters on one ``kind`` or none (``isMatchingResource`` in
+        server/application/application.go: an empty filter matches every kind), so the default
+        asks for the whole ``ray.io`` group in one call and the caller keeps the kinds it wants."""
+        params = {"group": group}
+        if kind:
+            params["kind"] = kind
         if app_namespace:
             params["appNamespace"] = app_namespace
         path = f"/api/v1/applications/{quote(app, safe='')}/managed-resources"

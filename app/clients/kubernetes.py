@@ -30,6 +30,7 @@ from .upstream import UpstreamError
 
 RAY_GROUP, RAY_VERSION = "ray.io", "v1"
 PAGE = 500
+ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"  # pods that still hold resources
 
 
 class KubernetesError(UpstreamError):
@@ -145,7 +146,13 @@ class KubeReader:
     def list_active_pods(self) -> list[dict[str, Any]]:
         """Pods in every namespace that still hold resources (not Succeeded, not Failed)."""
         return self._pages("list pods", self._core.list_pod_for_all_namespaces,
-                           field_selector="status.phase!=Succeeded,status.phase!=Failed")
+                           field_selector=ACTIVE_PODS)
+
+    def list_cluster_pods(self, namespace: str) -> list[dict[str, Any]]:
+        """Active pods of KubeRay clusters in ``namespace``: those labelled ``ray.io/cluster`` (any
+        value; KubeRay sets it on every head and worker pod), not Succeeded, not Failed."""
+        return self._pages(f"list pods in {namespace}", self._core.list_namespaced_pod, namespace=namespace,
+                           label_selector="ray.io/cluster", field_selector=ACTIVE_PODS)
 
     def _pages(self, what: str, call: Any, **kwargs: Any) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []

@@ -1,5 +1,6 @@
 """A pull request read through the REST API: the paths it touched (the rendering flows) or, with
-``RAYSERVICE_IMPACT_RENDER=none``, its changed RayService files at the base and head SHAs."""
+``RAYSERVICE_IMPACT_RENDER=none``, its changed RayService, RayCluster and RayJob files at the base and
+head SHAs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.clients.github import GitHubClient
-from app.gitdiff import Texts, rayservice_texts
+from app.gitdiff import Texts, kuberay_texts
 
 YAML_SUFFIXES = (".yaml", ".yml")
 FILES_CAP = 3000  # GitHub lists at most this many files of a pull request
@@ -140,7 +141,8 @@ async def fetch_changed_paths(gh: GitHubClient, pr: PullRequest) -> tuple[set[st
 
 async def fetch_change(gh: GitHubClient, pr: PullRequest,
                        entries: Iterable[dict[str, Any]] | None = None) -> Change:
-    """Every changed YAML file holding a RayService on either side, as (source, text) pairs.
+    """Every changed YAML file holding a RayService, RayCluster or RayJob on either side, as
+    (source, text) pairs.
 
     ``entries``: the ``diff-entry`` list of the change (a merge group's comparison); default:
     the pull request's files list.
@@ -163,7 +165,7 @@ async def fetch_change(gh: GitHubClient, pr: PullRequest,
 
     texts = await asyncio.gather(*(asyncio.gather(read(b, pr.base_sha), read(h, pr.head_sha))
                                    for b, h in plans))
-    before, after = rayservice_texts(
+    before, after = kuberay_texts(
         (f"{pr.base_sha[:7]}:{base}", b, f"{pr.head_sha[:7]}:{head}", a)
         for (base, head), (b, a) in zip(plans, texts, strict=True))
     return Change(before, after, listed, len(plans))

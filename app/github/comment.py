@@ -18,7 +18,8 @@ MAX_DESCRIPTION = 140
 _STAMP = re.compile(r"<!-- rayservice-impact:head=(?P<head>\w*) at=(?P<at>\S*) -->")
 STATE_FOR_DECISION = {"approve": "success", "ignore-differences": "success", "hold": "failure"}
 CONCLUSION_FOR_STATE = {"success": "success", "failure": "failure", "error": "failure"}
-NO_CHANGE = "No RayService changes in this pull request."
+NO_CHANGE_SHORT = "No RayService, RayCluster or RayJob changes"  # the status description
+NO_CHANGE = f"{NO_CHANGE_SHORT} in this pull request."
 REPLY_MARKER = "<!-- rayservice-impact:reply -->"   # our answers to commands: never commands themselves
 _STATE = re.compile(r"<!-- rayservice-impact:state=(?P<state>\w+) -->")
 _APPROVAL = re.compile(r"<!-- rayservice-impact:approved head=(?P<head>[0-9a-fA-F]+) by=(?P<by>[\w.\[\]-]+) "
@@ -51,7 +52,7 @@ def shorten(text: str, limit: int = MAX_DESCRIPTION) -> str:
 
 def verdict_for_report(report: diffing.Report, *, note: str = "") -> Verdict:
     """The gate for a report. One whose only content is ``render-failed`` errors is not "no
-    RayService": what those roots deploy is unknown, so it holds (``renderFailure: warn`` turns
+    change": what those roots deploy is unknown, so it holds (``renderFailure: warn`` turns
     them into warnings first, and then it passes)."""
     state = STATE_FOR_DECISION.get(report.decision, "error")
     if not report.resources and any(f.severity == "error" and f.code == "render-failed"
@@ -74,7 +75,7 @@ def verdict_for_markdown(markdown: str, exit_code: int, summary: str = "") -> Ve
 
 
 def verdict_for_no_change() -> Verdict:
-    return Verdict("success", "No RayService changes", None, "No RayService changes")
+    return Verdict("success", NO_CHANGE_SHORT, None, NO_CHANGE_SHORT)
 
 
 def verdict_for_error(message: str, *, comment: bool = True) -> Verdict:

@@ -4,8 +4,8 @@ status, check run.
 The change is what runs now against what the merge would deploy (:mod:`.revisions`: the base
 branch's tip and GitHub's test merge commit), rendered at both (:mod:`.rendering`: from the
 repository tarballs, or by Argo CD when it is configured); with ``RAYSERVICE_IMPACT_RENDER=none``
-it is the changed RayService files as they are (:func:`.change.fetch_change`). The status and
-check run go on the head SHA; a hold a maintainer accepted for that very SHA
+it is the changed RayService, RayCluster and RayJob files as they are (:func:`.change.fetch_change`).
+The status and check run go on the head SHA; a hold a maintainer accepted for that very SHA
 (:mod:`.commands`) is posted as success.
 """
 
@@ -60,7 +60,8 @@ class AnalysisOptions:
     kubernetes_timeout: float = 10.0
     pool: AnalysisPool | None = None  # the service's worker processes (None: a thread, for tools/tests)
     # "auto": render what the PR deploys (tarballs, or Argo CD when a client is given);
-    # "none": the changed RayService files as they are. The default keeps embedders' old behaviour.
+    # "none": the changed RayService/RayCluster/RayJob files as they are. The default keeps
+    # embedders' old behaviour.
     render: str = "none"
     render_options: RenderOptions = field(default_factory=RenderOptions)
     tarball_max_bytes: int = 200 * 1024 * 1024
@@ -215,7 +216,7 @@ def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str
     except diffing.DiffingError as exc:
         return verdict_for_error(str(exc))
     if not report.resources and not report.findings and not report.not_analysed:
-        return verdict_for_no_change()  # rendered, but no RayService (nor any problem) in it
+        return verdict_for_no_change()  # rendered, but no Ray object (nor any problem) in it
     verdict = verdict_for_report(report, note=note)
     return dataclasses.replace(verdict, annotations=check_annotations(report, rendered))
 
@@ -271,7 +272,7 @@ async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: An
         log.exception("%s: analysis failed", pr.full_name)
         return verdict_for_error(f"internal error ({type(exc).__name__})")
     if not report.resources and not report.findings:
-        return verdict_for_no_change()  # rendered, but no RayService (nor any problem) in it
+        return verdict_for_no_change()  # rendered, but no Ray object (nor any problem) in it
     return verdict_for_report(report, note=note)
 
 

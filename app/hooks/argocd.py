@@ -1,10 +1,12 @@
 """``rayservice-impact argocd-presync``: the Argo CD PreSync hook.
 
-1. ``GET {server}/api/v1/applications/{app}/managed-resources?group=ray.io&kind=RayService``;
-   each item's ``liveState`` is BEFORE and ``targetState`` AFTER (the core strips server-set
-   fields and applies the CRD defaults to both sides).
-2. Where the Kubernetes API is reachable (in-cluster or kubeconfig): the live basis
-   (:mod:`app.live`); with no configuration at all, the manifest basis, said in the output.
+1. ``GET {server}/api/v1/applications/{app}/managed-resources?group=ray.io``: one call for the
+   whole group (Argo CD filters on one ``kind`` or none), keeping the RayServices, RayClusters
+   and RayJobs; each item's ``liveState`` is BEFORE and ``targetState`` AFTER (the core strips
+   server-set fields and applies the CRD defaults to both sides).
+2. Where the Kubernetes API is reachable (in-cluster or kubeconfig): the live basis of the
+   RayServices and standalone RayClusters (:mod:`app.live`); with no configuration at all, the
+   manifest basis, said in the output.
 3. The markdown report goes to stdout (Argo CD shows the hook's log); the exit code is the
    CLI's: 3 hold (the hook fails, the sync stops), 0 approve / ignore-differences.
 
@@ -25,13 +27,15 @@ from pathlib import Path
 from typing import Any
 
 import diffing
+from diffing.live import live_key
+from diffing.manifests import KINDS, analysed_kind
 
 from .. import jsonio
 from ..cli import EXIT_HOLD, EXIT_INTERNAL, EXIT_OK, UsageError, format_report
 from ..clients.argocd import ArgoCDClient
 from ..clients.kubernetes import KubeReader, connect
 from ..clients.upstream import UpstreamError
-from ..live import read_live_basis
+from ..live import LIVE_KINDS, read_live_basis
 from ..managed import ManagedResourcesError, texts_from_managed_resources
 from ..settings import Settings, SettingsError, load_settings
 
@@ -78,27 +82,51 @@ def _settings() -> Settings:
     return settings
 
 
-def _targets(body: dict[str, Any]) -> tuple[list[str], dict[str, dict[str, Any]]]:
-    """RayService keys in the response, and the target objects (for node matching)."""
+def _state(item: dict[str, Any], field: str) -> dict[str, Any] | None:
+    raw = item.get(field)
+    if not isinstance(raw, str) or raw in ("", "null"):
+        return None
+    try:
+        obj = jsonio.loads(raw, field)
+    except jsonio.JSONInputError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _targets(body: dict[str, Any]) -> tuple[dict[str, int], list[str], dict[str, dict[str, Any]]]:
+    """How many objects of each analysed kind the response holds, the live keys of those whose
+    live state is read (RayServices, standalone RayClusters: :func:`diffing.live.live_key`), and
+    their target objects (for node matching). A RayCluster that a RayService or RayJob owns is
+    the owner's (:func:`diffing.manifests.analysed_kind`)."""
+    counts: dict[str, int] = {}
     keys: list[str] = []
     targets: dict[str, dict[str, Any]] = {}
     for item in body.get("items") or []:
-        if not isinstance(item, dict) or item.get("kind") not in (None, "RayService"):
+        if not isinstance(item, dict) or item.get("group") not in (None, "ray.io"):
             continue
-        key = f"{item.get('namespace') or 'default'}/{item.get('name')}"
+        target, live = _state(item, "targetState"), _state(item, "liveState")
+        obj = target or live
+        kind = analysed_kind(obj) if obj is not None else item.get("kind") or "RayService"
+        if kind not in KINDS or item.get("kind") not in (None, kind):
+            continue
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind not in LIVE_KINDS:
+            continue
+        key = live_key((kind, item.get("namespace") or "default", str(item.get("name"))))
         keys.append(key)
-        raw = item.get("targetState")
-        if isinstance(raw, str) and raw not in ("", "null"):
-            try:
-                obj = jsonio.loads(raw, "targetState")
-            except jsonio.JSONInputError:
-                continue
-            if isinstance(obj, dict):
-                targets[key] = obj
-    return keys, targets
+        if target is not None:
+            targets[key] = target
+    return counts, keys, targets
+
+
+def _counted(counts: dict[str, int]) -> str:
+    return (", ".join(f"{counts[k]} {k}(s)" for k in KINDS if counts.get(k))
+            or "no RayService, RayCluster or RayJob")
 
 
 def _describe(key: str, live: diffing.LiveCluster) -> str:
+    if key.startswith("RayCluster/"):
+        return _describe_cluster(key, live)
     parts = [key]
     if live.active_cluster:
         reps = ", ".join(f"{g}={n}" for g, n in sorted(live.worker_replicas.items())) or "no worker groups"
@@ -111,6 +139,24 @@ def _describe(key: str, live: diffing.LiveCluster) -> str:
         parts.append("free where its pods fit: " + ", ".join(f"{k}={v}" for k, v in live.headroom.items()))
     if live.divergence:
         parts.append(f"{len(live.divergence)} path(s) where the running cluster differs from the live spec")
+    return "; ".join(parts)
+
+
+def _describe_cluster(key: str, live: diffing.LiveCluster) -> str:
+    parts = [key]
+    if live.cluster_spec is None:
+        parts.append("not running")
+    else:
+        reps = ", ".join(f"{g}={n}" for g, n in sorted(live.worker_replicas.items())) or "no worker groups"
+        pods = ", ".join(f"{g}={n}" for g, n in sorted(live.group_pods.items())) or "none"
+        parts.append(f"running (replicas {reps}; worker pods {pods})")
+        if live.head_hash or live.head_kuberay_version:
+            parts.append(f"head pod hash {live.head_hash or 'none'}, "
+                         f"KubeRay {live.head_kuberay_version or 'unknown'}")
+        else:
+            parts.append("no head pod")
+    if live.headroom:
+        parts.append("free where its pods fit: " + ", ".join(f"{k}={v}" for k, v in live.headroom.items()))
     return "; ".join(parts)
 
 
@@ -173,8 +219,8 @@ def _run_presync(args: argparse.Namespace, kwargs: dict[str, Any], settings: Set
         return _cannot_check(settings, str(exc))
     except ManagedResourcesError as exc:
         return _cannot_check(settings, f"Argo CD's managed-resources answer is not usable: {exc}")
-    keys, targets = _targets(body)
-    _note(f"{len(keys)} RayService(s) managed by {where}")
+    counts, keys, targets = _targets(body)
+    _note(f"{_counted(counts)} managed by {where}")
 
     live = None
     advisory = False
@@ -219,7 +265,8 @@ def _run_presync(args: argparse.Namespace, kwargs: dict[str, Any], settings: Set
         held = [r for r in report.resources if r.decision == "hold"]
         lines = [f"HOLD: {report.summary}"]
         for r in held:  # the "strategy: ..." line is context, not a reason to hold
-            lines.extend(f"{r.namespace}/{r.name}: {reason}" for reason in r.reasons
+            who = f"{r.namespace}/{r.name}" if r.kind == "RayService" else f"{r.kind} {r.namespace}/{r.name}"
+            lines.extend(f"{who}: {reason}" for reason in r.reasons
                          if not reason.startswith("strategy: "))
         write_termination_log(settings.termination_log, "\n".join(lines))
         _note(f"decision hold: exit {EXIT_HOLD}, the sync stops here. Change the manifests, free "

@@ -26,7 +26,9 @@ from .process import RenderError, RenderLimits, decode_utf8
 from .roots import Discovery, RenderSource, Root, discover, matches_directory
 from .snapshot import Snapshot
 
-RAYSERVICE_HINT = re.compile(r"^\s*kind:\s*[\"']?RayService[\"']?\s*$", re.MULTILINE)
+# A plain file that may hold a RayService, RayCluster or RayJob (diffing.manifests.KINDS).
+KUBERAY_HINT = re.compile(r"^\s*kind:\s*[\"']?(?:RayService|RayCluster|RayJob)[\"']?\s*$", re.MULTILINE)
+RAYSERVICE_HINT = KUBERAY_HINT  # the former name
 MAX_PLAIN_FILE = 32 * 1024 * 1024
 
 
@@ -250,17 +252,17 @@ def _read(snap: Snapshot, rel: str, tool: str) -> bytes:
 
 
 def _render_plain_file(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
-    """A plain YAML file as it is; only one that may hold a RayService is passed on (a cheap
-    text test, so a broken file elsewhere is no error). Bytes that are not UTF-8 in a file
+    """A plain YAML file as it is; only one that may hold a RayService, RayCluster or RayJob is
+    passed on (a cheap text test, so a broken file elsewhere is no error). Bytes that are not UTF-8 in a file
     that may hold one are a failure, never an empty (deleted) file."""
     data = _read(snap, src.path, "read")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        if RAYSERVICE_HINT.search(data.decode("latin-1")):
+        if KUBERAY_HINT.search(data.decode("latin-1")):
             return _decode("read", src.path, data)
         return ""
-    return text if RAYSERVICE_HINT.search(text) else ""
+    return text if KUBERAY_HINT.search(text) else ""
 
 
 def render_directory(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:

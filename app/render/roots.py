@@ -418,7 +418,8 @@ def discover(snapshot: Snapshot, *, repo_url: str | None = None) -> Discovery:
             continue
         if root.elsewhere:
             notes.append((file, f"{root.label} deploys {root.elsewhere}: not in this repository, "
-                                "so not rendered; whether it holds RayServices is not known here"))
+                                "so not rendered; whether it holds RayServices, RayClusters or RayJobs is "
+                                "not known here"))
             continue
         roots[root.id] = root
         covered |= {s.path for s in root.sources}

@@ -94,7 +94,7 @@ def managed_item(live: dict[str, Any] | None, target: dict[str, Any] | None) -> 
     obj = target or live or {}
     meta = obj.get("metadata") or {}
     return {
-        "group": "ray.io", "kind": "RayService", "version": "v1",
+        "group": "ray.io", "kind": obj.get("kind", "RayService"), "version": "v1",
         "namespace": meta.get("namespace", "default"), "name": meta["name"],
         "liveState": json.dumps(live) if live is not None else "null",
         "targetState": json.dumps(target) if target is not None else "null",
@@ -228,7 +228,8 @@ def node(name: str, *, gpus: int = 0, cpu: str = "32", memory: str = "128Gi",
 
 def pod(name: str, namespace: str, node_name: str | None, *, gpus: int = 0, cpu: str = "1",
         phase: str = "Running", labels: dict[str, str] | None = None,
-        tolerations: list[dict[str, str]] | None = None) -> dict[str, Any]:
+        tolerations: list[dict[str, str]] | None = None, annotations: dict[str, str] | None = None,
+        deleting: bool = False) -> dict[str, Any]:
     resources: dict[str, Any] = {"requests": {"cpu": cpu, "memory": "1Gi"}, "limits": {"memory": "1Gi"}}
     if gpus:
         resources["limits"]["nvidia.com/gpu"] = str(gpus)  # extended resources: limits only is usual
@@ -239,9 +240,52 @@ def pod(name: str, namespace: str, node_name: str | None, *, gpus: int = 0, cpu:
     }
     if node_name:
         spec["nodeName"] = node_name
-    return {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
-                         "labels": labels or {}},
-            "spec": spec, "status": {"phase": phase, "qosClass": "Burstable"}}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}",
+                            "labels": labels or {}, "creationTimestamp": "2026-08-20T11:02:30Z"}
+    if annotations:
+        meta["annotations"] = annotations
+    if deleting:
+        meta.update(deletionTimestamp="2026-08-21T08:00:00Z", deletionGracePeriodSeconds=30)
+    return {"metadata": meta, "spec": spec, "status": {"phase": phase, "qosClass": "Burstable"}}
+
+
+def standalone_raycluster(target: dict[str, Any], replicas: dict[str, int] | None = None) -> dict[str, Any]:
+    """A user's RayCluster as the API server stores it: CRD defaults, server metadata, status, and
+    the autoscaler's ``replicas`` written into its spec."""
+    out = copy.deepcopy(target)
+    spec = out["spec"]
+    _default_pod_spec(spec["headGroupSpec"]["template"]["spec"])
+    for g in spec.get("workerGroupSpecs") or []:
+        g.setdefault("numOfHosts", 1)
+        g.setdefault("minReplicas", 0)
+        g.setdefault("maxReplicas", 2147483647)
+        g["replicas"] = (replicas or {}).get(g["groupName"], g.get("replicas", 0))
+        _default_pod_spec(g["template"]["spec"])
+    out["metadata"].update({
+        "uid": "2b7e51c0-9d3a-4f0e-a1c4-6c2f8e0b9d13", "resourceVersion": "48214400", "generation": 4,
+        "creationTimestamp": "2026-08-01T10:00:00Z"})
+    out["status"] = {"state": "ready", "readyWorkerReplicas": sum((replicas or {}).values()),
+                     "observedGeneration": 4,
+                     "head": {"podName": f"{out['metadata']['name']}-head-5kq2n"},
+                     "conditions": [{"type": "HeadPodReady", "status": "True",
+                                     "reason": "HeadPodRunningAndReady"},
+                                    {"type": "RayClusterProvisioned", "status": "True",
+                                     "reason": "AllPodRunningAndReadyFirstTime"}]}
+    return out
+
+
+def ray_pod(cluster: str, namespace: str, group: str, index: int, *, node_name: str = "cpu-node-1",
+            gpus: int = 0, annotations: dict[str, str] | None = None, phase: str = "Running",
+            deleting: bool = False, tolerations: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """A pod KubeRay v1.7.0 created for ``cluster``: ``group`` "headgroup" is the head, others workers
+    (labels from ray-operator/controllers/ray/utils/constant.go)."""
+    head = group == "headgroup"
+    name = f"{cluster}-head-{index}" if head else f"{cluster}-{group}-worker-{index}"
+    labels = {"ray.io/cluster": cluster, "ray.io/node-type": "head" if head else "worker",
+              "ray.io/group": group, "ray.io/is-ray-node": "yes",
+              "app.kubernetes.io/created-by": "kuberay-operator", "app.kubernetes.io/name": "kuberay"}
+    return pod(name, namespace, node_name, gpus=gpus, labels=labels, annotations=annotations, phase=phase,
+               deleting=deleting, tolerations=tolerations)
 
 
 # -- Kubernetes ------------------------------------------------------------------------------------
@@ -277,13 +321,15 @@ class Kubernetes:
         if path == "/api/v1/nodes":
             return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "900"},
                          "items": self.nodes}
-        if path == "/api/v1/pods":
-            items = self.pods
+        if path == "/api/v1/pods" or (len(parts) == 5 and parts[:3] == ["api", "v1", "namespaces"]
+                                      and parts[4] == "pods"):
+            items = [p for p in self.pods if len(parts) != 5 or p["metadata"]["namespace"] == parts[3]]
             selector = query.get("fieldSelector", [""])[0]
             for term in filter(None, selector.split(",")):
                 key, _, value = term.partition("!=")
                 if key == "status.phase":
                     items = [p for p in items if p["status"]["phase"] != value]
+            items = _select(items, query.get("labelSelector", [""])[0])
             return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "901"},
                          "items": items}
         if parts[:3] == ["apis", "ray.io", "v1"] and len(parts) >= 6 and parts[3] == "namespaces":
@@ -297,14 +343,20 @@ class Kubernetes:
                 if found is None:
                     return 404, _status(404, "NotFound", f'{plural}.ray.io "{parts[6]}" not found')
                 return 200, found
-            selector = query.get("labelSelector", [""])[0]
-            for term in filter(None, selector.split(",")):
-                key, _, value = term.partition("=")
-                in_ns = [o for o in in_ns if (o["metadata"].get("labels") or {}).get(key) == value]
+            in_ns = _select(in_ns, query.get("labelSelector", [""])[0])
             kind = "RayServiceList" if plural == "rayservices" else "RayClusterList"
             return 200, {"apiVersion": "ray.io/v1", "kind": kind,
                          "metadata": {"resourceVersion": "902", "continue": ""}, "items": in_ns}
         return 404, _status(404, "NotFound", "the server could not find the requested resource")
+
+
+def _select(items: list[dict[str, Any]], selector: str) -> list[dict[str, Any]]:
+    """A label selector of ``key=value`` and ``key`` (exists) terms, as the API server reads them."""
+    for term in filter(None, selector.split(",")):
+        key, eq, value = term.partition("=")
+        items = [o for o in items if key in (o["metadata"].get("labels") or {})
+                 and (not eq or o["metadata"]["labels"][key] == value)]
+    return items
 
 
 def write_kubeconfig(path: Path, server: str, token: str = KUBE_TOKEN) -> Path:

@@ -25,8 +25,21 @@ def test_managed_resources_sends_token_and_filters() -> None:
     assert client(handler).managed_resources("my app", app_namespace="team-a") == BODY
     (req,) = seen
     assert req.url.raw_path.split(b"?")[0] == b"/api/v1/applications/my%20app/managed-resources"
-    assert dict(req.url.params) == {"group": "ray.io", "kind": "RayService", "appNamespace": "team-a"}
+    # The whole ray.io group in one call (Argo CD filters on one kind or none); the caller keeps
+    # the RayServices, RayClusters and RayJobs.
+    assert dict(req.url.params) == {"group": "ray.io", "appNamespace": "team-a"}
     assert req.headers["Authorization"] == "Bearer tok"
+
+
+def test_managed_resources_can_still_ask_for_one_kind() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=BODY)
+
+    client(handler).managed_resources("a", kind="RayJob")
+    assert dict(seen[0].url.params) == {"group": "ray.io", "kind": "RayJob"}
 
 
 def test_managed_resources_retries_5xx_with_backoff() -> None:

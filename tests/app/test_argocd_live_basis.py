@@ -135,6 +135,11 @@ class FakeReader:
         self.calls.append("pods")
         return self.kube.pods
 
+    def list_cluster_pods(self, namespace: str) -> list[dict[str, Any]]:
+        self.calls.append(f"list pods {namespace}")
+        return [p for p in self.kube.pods if p["metadata"]["namespace"] == namespace
+                and "ray.io/cluster" in p["metadata"]["labels"]]
+
 
 def test_read_live_basis_finds_active_cluster_by_label_without_status() -> None:
     live = s.live_state(s.target_state(s.sample(), "app"), active="sd-old")
@@ -187,3 +192,33 @@ def test_read_live_basis_reads_each_namespace_once_and_bounds_namespaces() -> No
     many = [f"ns-{i}/rs" for i in range(20)]
     with pytest.raises(KubernetesError, match="more than 16 namespaces"):
         read_live_basis(FakeReader(kube), many)  # type: ignore[arg-type]
+
+
+def test_read_live_basis_standalone_rayclusters_read_two_lists_per_namespace() -> None:
+    """250 standalone RayClusters and 50 RayServices over 3 namespaces, CPU only: one RayCluster
+    list, one RayService list and one pod list per namespace; the bound counts pod lists too."""
+    cpu_rs = s.target_state(s.sample(), "app")
+    for spec in [cpu_rs["spec"]["rayClusterConfig"]["headGroupSpec"]] + \
+            cpu_rs["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        for c in spec["template"]["spec"]["containers"]:
+            c["resources"] = {"limits": {"cpu": "1"}}
+    clusters = [{"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                 "metadata": {"name": f"rc-{i}", "namespace": f"ns-{i % 3}"},
+                 "spec": {"workerGroupSpecs": [{"groupName": "w", "replicas": i % 4}]}}
+                for i in range(0, 250, 2)]
+    pods = [s.ray_pod("rc-4", "ns-1", "w", 0), s.ray_pod("rc-4", "ns-1", "gone", 0),
+            s.ray_pod("rc-4", "ns-1", "headgroup", 0,
+                      annotations={"ray.io/upgrade-strategy-recreate-hash": "H"})]
+    reader = FakeReader(s.Kubernetes(rayservices=[], rayclusters=clusters, pods=pods, nodes=[]))
+    keys = [f"RayCluster/ns-{i % 3}/rc-{i}" for i in range(250)] + [f"ns-{i % 3}/rs-{i}" for i in range(50)]
+    targets = {k: cpu_rs for k in keys if not k.startswith("RayCluster/")}
+    basis = read_live_basis(reader, keys, targets=targets)  # type: ignore[arg-type]
+    assert len(basis) == 125 + 50  # absent RayClusters without a target have nothing to say
+    assert sorted(reader.calls) == sorted(
+        [f"list {kind} ns-{i}" for i in range(3) for kind in ("rayclusters", "rayservices", "pods")])
+    rc4 = basis["RayCluster/ns-1/rc-4"]
+    assert (rc4.active_cluster, dict(rc4.worker_replicas), dict(rc4.group_pods), rc4.head_hash) == (
+        "rc-4", {"w": 0}, {"gone": 1, "w": 1}, "H")
+    with pytest.raises(KubernetesError, match="more than 16 namespaces"):
+        many = [f"RayCluster/ns-{i}/rc" for i in range(17)]
+        read_live_basis(FakeReader(s.Kubernetes()), many)  # type: ignore[arg-type]

@@ -232,7 +232,7 @@ def test_presync_queries_managed_resources_with_filters(hook: Callable[..., Resu
     argo, kube = scenario()
     run_json(hook, argo, kube, "--app-namespace", "team-a")
     assert argo.requests == [(f"/api/v1/applications/{APP}/managed-resources",
-                              {"group": ["ray.io"], "kind": ["RayService"], "appNamespace": ["team-a"]})]
+                              {"group": ["ray.io"], "appNamespace": ["team-a"]})]
     assert "/apis/ray.io/v1/namespaces/ml/rayservices" in kube.requests  # one list per namespace
     assert ("/api/v1/pods?fieldSelector=status.phase!=Succeeded,status.phase!=Failed&limit=500"
             in kube.requests)
@@ -326,5 +326,6 @@ def test_presync_app_without_rayservices_passes_without_kubernetes_calls(hook: C
     with s.serve(argo) as argo_url, s.serve(kube) as kube_url:
         proc = hook(argo_url, kube_url)
     assert proc.returncode == 0, proc.stderr
-    assert "rayservice-impact: **approve**" in proc.stdout and "no RayService in the change" in proc.stdout
+    assert "rayservice-impact: **approve**" in proc.stdout
+    assert "no RayService, RayCluster or RayJob in the change" in proc.stdout
     assert kube.requests == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -95,7 +96,7 @@ def test_action_invalid_manifest_is_an_error_status(tmp_path):
 
 
 def test_post_comment_without_rayservice_change_posts_no_comment(tmp_path):
-    (tmp_path / "r.md").write_text("approve: no RayService in the change\n")
+    (tmp_path / "r.md").write_text("approve: no RayService, RayCluster or RayJob in the change\n")
     (tmp_path / "r.json").write_text('{"decision": "approve", "summary": "approve: none", "resources": []}')
     standin = GitHubStandIn(token=TOKEN)
     with running_server(standin.app, ready_path=None) as url:
@@ -107,7 +108,7 @@ def test_post_comment_without_rayservice_change_posts_no_comment(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert standin.comments == {}
     states = [(s["state"], s["description"]) for s in standin.statuses]
-    assert states == [("success", "No RayService changes")]
+    assert states == [("success", "No RayService, RayCluster or RayJob changes")]
 
 
 def test_post_comment_github_refusal_exits_1(tmp_path):
@@ -164,3 +165,43 @@ def test_action_renders_the_overlay_image_bump_like_the_cli(tmp_path, capsys):
     cli_markdown = capsys.readouterr().out
     assert cli_markdown.strip() in comment["body"]
     assert "overlays/prod (kustomize)" in comment["body"] and "`ray-prod/ray-serve-llm`" in comment["body"]
+
+
+RAYCLUSTER = """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: raycluster-batch
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: rayproject/ray:IMAGE
+  workerGroupSpecs:
+  - groupName: workers
+    replicas: 1
+    minReplicas: 1
+    maxReplicas: 5
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-worker
+          image: rayproject/ray:IMAGE
+"""
+
+
+def test_action_pull_changing_only_a_raycluster_is_analysed(tmp_path):
+    """The Action's `rayservice-impact git` keeps a RayCluster file: analysed, not "no change"."""
+    repo, base, head = _repo(tmp_path, RAYCLUSTER.replace("IMAGE", "2.52.0"),
+                             RAYCLUSTER.replace("IMAGE", "2.53.0"))
+    standin = GitHubStandIn(token=TOKEN)
+    with running_server(standin.app, ready_path=None) as url:
+        run = _run_action(repo, tmp_path, url, base, head)
+    report = json.loads((Path(run["outputs"]["dir"]) / "report.json").read_text())
+    assert [(r["kind"], r["name"]) for r in report["resources"]] == [("RayCluster", "raycluster-batch")]
+    assert [s["description"] for s in standin.statuses] != ["No RayService, RayCluster or RayJob changes"]
+    assert "raycluster-batch" in standin.statuses[0]["description"]

@@ -281,7 +281,8 @@ def test_webhook_without_rayservice_change_sets_success_and_no_comment():
         wait_for(lambda: gh.statuses, what="a status")
         settle(gh)
     assert COMMENTS not in gh.comments
-    assert [(s["state"], s["description"]) for s in gh.statuses] == [("success", "No RayService changes")]
+    assert [(s["state"], s["description"]) for s in gh.statuses] == [
+        ("success", "No RayService, RayCluster or RayJob changes")]
 
 
 def test_webhook_rayservice_change_reverted_updates_the_comment():
@@ -296,7 +297,7 @@ def test_webhook_rayservice_change_reverted_updates_the_comment():
         settle(gh)
     [comment] = gh.comments[COMMENTS]
     assert comment["body"].startswith(MARKER)
-    assert "No RayService changes in this pull request" in comment["body"]
+    assert "No RayService, RayCluster or RayJob changes in this pull request" in comment["body"]
     assert statuses_for(gh, HEAD2_SHA)[0]["state"] == "success"
 
 
@@ -394,3 +395,50 @@ def test_webhook_accepts_payloads_up_to_githubs_25_mb_cap():
                              timeout=30)
     assert (accepted.status_code, too_big.status_code, analyze.status_code) == (200, 413, 413)
     assert gh.calls == []
+
+
+RAYCLUSTER = """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: raycluster-batch
+spec:
+  rayVersion: "2.52.0"
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: rayproject/ray:2.52.0
+  workerGroupSpecs:
+  - groupName: workers
+    replicas: REPLICAS
+    minReplicas: 1
+    maxReplicas: 5
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-worker
+          image: rayproject/ray:2.52.0
+"""
+
+
+@pytest.mark.parametrize("render", ["auto", "none"])
+def test_webhook_pull_changing_only_a_raycluster_is_analysed(render):
+    """A RayCluster file is a change to analyse, not "no change": rendered from the tarballs
+    (plain files pass the kind hint) or read as the changed files."""
+    with github_service(render=render) as (url, gh):
+        gh.add_pull(OWNER, REPO, NUMBER, BASE_SHA, HEAD_SHA,
+                    {"k8s/raycluster.yaml": (RAYCLUSTER.replace("REPLICAS", "1"),
+                                             RAYCLUSTER.replace("REPLICAS", "2")),
+                     "README.md": ("a", "b")})
+        post_event(url, "pull_request", payload_bytes("pull_request.opened.repo-webhook.json"))
+        wait_for(lambda: gh.statuses, what="a status")
+        settle(gh)
+    [status] = gh.statuses
+    assert "No RayService, RayCluster or RayJob changes" not in status["description"]
+    assert "raycluster-batch" in status["description"]
+    [comment] = gh.comments[COMMENTS]
+    assert comment["body"].startswith(MARKER) and "raycluster-batch" in comment["body"]

@@ -494,7 +494,7 @@ def test_metrics_count_requests_decisions_rollouts_and_accelerators(analysis_ser
         "ok": delta(REQUESTS, method="POST", route="/v1/analyze", status="200"),
         "bad": delta(REQUESTS, method="POST", route="/v1/analyze", status="422"),
         "decision": delta("rayservice_impact_analyses_total", decision=report["decision"]),
-        "rollout": delta("rayservice_impact_resource_rollouts_total", rollout=rollout,
+        "rollout": delta("rayservice_impact_resource_rollouts_total", kind="RayService", rollout=rollout,
                          decision=report["resources"][0]["decision"]),
         "gpus": delta("rayservice_impact_extra_accelerators_requested_total", resource="nvidia.com/gpu"),
         "latency": delta("rayservice_impact_http_request_duration_seconds_count", method="POST",
