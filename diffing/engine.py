@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from .diff import Differ, Difference
-from .gojson import ABSENT, OMIT, GoTypes, TypeDesc, struct
+from .gojson import ABSENT, GoTypes, TypeDesc, same_encoding, struct
 from .kuberay import VersionRules, schema_data
 from .manifests import Manifest
 from .paths import Path
@@ -38,6 +38,10 @@ class Engine:
             self.schemas = schemas
         self.differ = Differ(self.schemas, self.gotypes)
         self.before_is_live = before_is_live
+        patterns = rules.muted_patterns
+        # The hash's muted paths, relative to rayClusterConfig (without its groups) and to a group.
+        self._muted = (frozenset(p[2:] for p in patterns if p[2] != "workerGroupSpecs"),
+                       frozenset(p[4:] for p in patterns if p[2:4] == ("workerGroupSpecs", "[]")))
 
     # -- API server view -------------------------------------------------------------------
 
@@ -74,28 +78,16 @@ class Engine:
         arcc = dict(dig(a.obj, "spec", "rayClusterConfig"))
         bgroups, agroups = seq(brcc.pop("workerGroupSpecs", None)), seq(arcc.pop("workerGroupSpecs", None))
         sch = self.schemas.child(self.spec_schema(a), "rayClusterConfig")
-        if not same(brcc, arcc) and self._encode(brcc, sch) != self._encode(arcc, sch):
+        top, per_group = self._muted
+        if not same_encoding(self.gotypes, brcc, arcc, self.gotypes.root, self.schemas, sch, top):
             return False, False
         item_sch = self.schemas.child(self.schemas.child(sch, "workerGroupSpecs"), 0)
+        group_type = struct("ray/v1.WorkerGroupSpec")
         n = len(bgroups)
         prefix = len(agroups) >= n and all(
-            same(bgroups[i], agroups[i]) or self._encode_group(bgroups[i], item_sch)
-            == self._encode_group(agroups[i], item_sch) for i in range(n))
+            same_encoding(self.gotypes, bgroups[i], agroups[i], group_type, self.schemas, item_sch, per_group)
+            for i in range(n))
         return prefix and len(agroups) == n, prefix
-
-    def _encode(self, rcc: dict[str, Any], sch: Schema | None) -> Any:
-        encoded = self.gotypes.encode(rcc, self.gotypes.root, self.schemas, sch)
-        for pattern in self.rules.muted_patterns:
-            if pattern[2] != "workerGroupSpecs":
-                drop_path(encoded, pattern[2:])
-        return encoded
-
-    def _encode_group(self, group: Any, sch: Schema | None) -> Any:
-        encoded = self.gotypes.encode(group, struct("ray/v1.WorkerGroupSpec"), self.schemas, sch)
-        for pattern in self.rules.muted_patterns:
-            if pattern[2:4] == ("workerGroupSpecs", "[]"):
-                drop_path(encoded, pattern[4:])
-        return encoded
 
     # -- diffing -----------------------------------------------------------------------------
 
@@ -128,22 +120,6 @@ class Engine:
 
 def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
-
-
-def drop_path(value: Any, pattern: tuple[str, ...]) -> None:
-    if not pattern or value is OMIT:
-        return
-    head, rest = pattern[0], pattern[1:]
-    if head == "[]":
-        if isinstance(value, list):
-            for item in value:
-                drop_path(item, rest)
-        return
-    if isinstance(value, dict) and head in value:
-        if rest:
-            drop_path(value[head], rest)
-        else:
-            del value[head]
 
 
 # -- a standalone RayCluster -------------------------------------------------------------------
