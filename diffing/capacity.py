@@ -159,20 +159,27 @@ def cluster_shape(rcc: Any, *, init_injection: bool = True) -> ClusterShape:
     for i, g in enumerate(seq(rcc.get("workerGroupSpecs"))):
         if not isinstance(g, Mapping):
             continue
-        lo = _int(g.get("minReplicas"), 0)
-        hi = _int(g.get("maxReplicas"), MAX_INT32)
-        hosts = max(_int(g.get("numOfHosts"), 1), 1)
-        reps = g.get("replicas")
+        reps, hosts, lo, hi = group_counts(g)
         spec = dig(g, "template", "spec")
         groups.append(GroupSize(
             name=str(g.get("groupName", f"#{i}")),
-            replicas=clamp(reps if isinstance(reps, int) and not isinstance(reps, bool) else None, lo, hi),
-            hosts=hosts, min_replicas=lo, max_replicas=hi,
+            replicas=reps, hosts=hosts, min_replicas=lo, max_replicas=hi,
             per_pod=pod_resources(spec, injected_init=WAIT_GCS_INIT if init_injection else None,
                                   families=families),
             suspended=g.get("suspend") is True,
         ))
     return ClusterShape(head, tuple(groups), units_of(families))
+
+
+def group_counts(group: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """(clamped replicas, hosts, minReplicas, maxReplicas) of a worker group, as
+    ``GetWorkerGroupDesiredReplicas`` reads them (utils/util.go:389-407)."""
+    lo = _int(group.get("minReplicas"), 0)
+    hi = _int(group.get("maxReplicas"), MAX_INT32)
+    hosts = max(_int(group.get("numOfHosts"), 1), 1)
+    reps = group.get("replicas")
+    explicit = reps if isinstance(reps, int) and not isinstance(reps, bool) else None
+    return clamp(explicit, lo, hi), hosts, lo, hi
 
 
 def surge_replicas(group: GroupSize, full: int, surge_percent: int) -> int:

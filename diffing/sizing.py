@@ -177,11 +177,11 @@ def ray_nodes(rcc: Mapping[str, Any], autoscaling: bool) -> list[Node]:
     for g in seq(rcc.get("workerGroupSpecs")):
         if not isinstance(g, Mapping) or g.get("suspend") is True:
             continue
-        size = cap.cluster_shape({"workerGroupSpecs": [g]}, init_injection=False).groups[0]
+        replicas, hosts, _, most = cap.group_counts(g)
         if autoscaling:
-            count = None if size.max_replicas >= cap.MAX_INT32 else size.max_replicas * size.hosts
+            count = None if most >= cap.MAX_INT32 else most * hosts
         else:
-            count = size.replicas * size.hosts
+            count = replicas * hosts
         out.append((_logical_cpus(g), _logical_gpus(g), count))
     return out
 
