@@ -29,18 +29,20 @@ class Unauthorized(ApiError):
     status, code = 401, "unauthorized"
 
 
-def get_service(request: Request) -> Service:
+# Dependencies are coroutines: FastAPI runs a plain function in a worker thread, a hand-off per
+# request that cost more than the lookup itself.
+async def get_service(request: Request) -> Service:
     return request.app.state.service  # type: ignore[no-any-return]
 
 
-def authorize(request: Request) -> Service:
+async def authorize(request: Request) -> Service:
     """The analysis API's bearer-token check (``RAYSERVICE_IMPACT_API_TOKENS_FILE``).
 
     With tokens configured, a request without a matching ``Authorization: Bearer`` is 401. With
     none configured the API stays open for manifests but never answers from the cluster: the
     live basis (free GPUs, live RayServices and RayClusters) is only for authenticated callers.
     """
-    service = get_service(request)
+    service: Service = request.app.state.service
     if not service.api_tokens:
         return service
     scheme, _, token = request.headers.get("authorization", "").partition(" ")

@@ -249,6 +249,45 @@ def test_a_request_head_that_never_ends_is_closed(service: str) -> None:
     assert closed and time.monotonic() - started < 3  # 0.5 s head deadline in this server
 
 
+def _head_never_ends_closes(url: str) -> bool:
+    sock = _connect(url)
+    sock.sendall(b"POST /v1/analyze HTTP/1.1\r\nHost: x\r\n")
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < 5:
+            try:
+                sock.sendall(b"X-Slow: 1\r\n")
+                if sock.recv(1, socket.MSG_DONTWAIT) == b"":
+                    return time.monotonic() - started < 3
+            except BlockingIOError:
+                pass
+            except OSError:
+                return time.monotonic() - started < 3
+            time.sleep(0.1)
+        return False
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_both_http_parsers_carry_the_head_deadline_and_keep_alive(parser: str) -> None:
+    """The service runs on httptools (uvicorn[standard]) and falls back to h11: each closes a head
+    that never ends, and neither cuts a keep-alive connection that sends its next request in time."""
+    protocol = protocol_with(0.5, parser=parser)
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    assert issubclass(protocol, HttpToolsProtocol if parser == "httptools" else H11Protocol)
+    app = create_app(load_settings(analysis_workers=1, analysis_queue=2, live_basis="off", policy_file=None))
+    with running_server(app, http=protocol) as url:
+        assert _head_never_ends_closes(url)
+        with httpx.Client(base_url=url, timeout=30) as client:  # one connection, three requests
+            for pause in (0.0, 0.3, 0.8):  # the last waits past the head deadline between requests
+                time.sleep(pause)
+                answer = client.post("/v1/analyze", json={"before": BEFORE, "after": AFTER})
+                assert answer.status_code == 200 and answer.json()["decision"] == "hold"
+
+
 def test_a_body_that_never_ends_is_408(service: str) -> None:
     sock = _connect(service)
     sock.sendall(b"POST /v1/analyze HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
