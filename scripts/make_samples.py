@@ -112,8 +112,8 @@ def write_expected() -> None:
     sys.path.insert(0, str(ROOT))
     import diffing
 
-    for name in PAIRS:
-        d = ROOT / "samples" / name
+    # Every pair under samples/, the hand-written ones (the standalone RayCluster situations) too.
+    for d in sorted(p for p in (ROOT / "samples").iterdir() if (p / "before.yaml").exists()):
         report = diffing.analyze([("before.yaml", (d / "before.yaml").read_text())],
                                  [("after.yaml", (d / "after.yaml").read_text())])
         (d / "expected.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
