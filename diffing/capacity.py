@@ -76,8 +76,12 @@ def units_of(families: Families) -> dict[str, str]:
 
 def add(a: Amounts, b: Mapping[str, Fraction], times: int | Fraction = 1) -> Amounts:
     out = dict(a)
+    get = out.get
     for k, v in b.items():
-        out[k] = out.get(k, Fraction(0)) + v * times
+        if times != 1:
+            v = v * times
+        current = get(k)
+        out[k] = v if current is None else current + v  # no Fraction(0) + v: half the arithmetic
     return out
 
 
