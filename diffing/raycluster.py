@@ -101,6 +101,8 @@ def analyze_cluster(engine: Engine, key: tuple[str, str], before: Manifest | Non
     hash_equal = True
     if before and after:
         for d in cluster_differences(engine, before, after):
+            if d.noop and engine.before_is_live:
+                continue  # the API server's own defaults in the live object, not a change
             w.changes.append(_classify(w, d, bool(dropped)))
         hash_equal = same(recreate_hash_input(engine, before.obj.get("spec"), before.api_version),
                           recreate_hash_input(engine, after.obj.get("spec"), after.api_version))

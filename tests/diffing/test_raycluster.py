@@ -485,3 +485,13 @@ def test_removing_suspend_is_a_warning_whose_way_out_is_an_explicit_false() -> N
     (f,) = [f for f in res["findings"] if f["code"] == "suspend-field-removed"]
     assert f["severity"] == "warning"
     assert res["nextSteps"] == ["write spec.suspend: false instead of deleting the line"]
+
+
+def test_a_live_before_side_lists_no_server_defaults_as_changes() -> None:
+    """Argo CD's live state carries the CRD defaults the API server filled in (``numOfHosts: 1``,
+    ``priority: 0``, CRD:5336-5360): not changes of the PR."""
+    live = variant(lambda o: gpu(o).update(numOfHosts=1, priority=0))
+    res = one(live, BASE, before_is_live=True)
+    assert (res["rollout"], res["changes"]) == ("none", [])
+    res = one(live, variant(lambda o: gpu(o).update(replicas=3)), before_is_live=True, headroom=ROOM)
+    assert [c["path"] for c in res["changes"]] == ["spec.workerGroupSpecs[groupName=gpu].replicas"]
