@@ -223,6 +223,9 @@ SITUATIONS: dict[str, Callable[[], str]] = {
     "replicas-autoscaling-ignore": lambda: _pair("replicas-autoscaling"),
     # rendered with kustomize by the CLI: the reviewed expected.md is that output
     "gitops-overlay-image-bump": lambda: (SAMPLES / "gitops-overlay-image-bump" / "expected.md").read_text(),
+    # standalone RayClusters: the autoscaler fight with its Argo CD rule, a rename orphaning GPUs
+    "raycluster-autoscaler-fight-ignore": lambda: _pair("raycluster-autoscaler-fight"),
+    "raycluster-group-rename-hold": lambda: _pair("raycluster-group-rename", headroom={"nvidia.com/gpu": 8}),
 }
 
 

@@ -167,3 +167,22 @@ def test_the_comment_renders_in_a_browser(browser: tuple[ModuleType, Path], tmp_
     width, height = shots.png_size(png)
     assert width == 1200 and 1000 < height < 8000
     assert png.stat().st_size > 30_000  # a drawn page, not a blank one
+
+
+def test_a_raycluster_comment_renders_in_a_browser(browser: tuple[ModuleType, Path], tmp_path: Path) -> None:
+    """The standalone RayCluster answer as a reviewer sees it: the kind named in the table, the
+    Argo CD rule as a YAML block, no stray markdown."""
+    shots, mermaid_js = browser
+    markdown = diffing.render_markdown(analyze("raycluster-autoscaler-fight"))
+    png = tmp_path / "raycluster.png"
+    dom = shots.render(shots.comment_body(markdown), mermaid_js, png, tmp_path)
+
+    assert 'data-rendered="done"' in dom
+    assert "<th>resource</th>" in dom
+    assert re.search(r"<td>🟡 RayCluster <code>ml-dev/notebooks-l4</code>", dom)
+    block = re.search(r"<pre[^>]*><code[^>]*>(.*?)</code></pre>", dom, re.DOTALL)
+    assert block is not None and "kind: RayCluster" in block.group(1)
+    assert ".spec.workerGroupSpecs[]?.scaleStrategy" in block.group(1)
+    assert "ApplyOutOfSyncOnly=true" in block.group(1) and "|---|" not in dom
+    width, height = shots.png_size(png)
+    assert width == 1200 and height > 600 and png.stat().st_size > 20_000
