@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -37,6 +38,7 @@ class SchemaSet:
         self._defs: dict[str, Schema] = doc["defs"]
         self.versions: dict[str, Schema] = doc["versions"]
         self._children: dict[tuple[int, str | None], tuple[Any, Schema | None]] = {}
+        self._checks: dict[int, tuple[Schema, Checks]] = {}
 
     @classmethod
     def from_versions(cls, versions: dict[str, Schema]) -> SchemaSet:
@@ -45,6 +47,7 @@ class SchemaSet:
         self._defs = {}
         self.versions = versions
         self._children = {}
+        self._checks = {}
         return self
 
     def root(self, api_version: str) -> Schema | None:
@@ -69,6 +72,16 @@ class SchemaSet:
         found = self._child(node, seg)
         if len(cache) < 65_536:
             cache[key] = (node, found)
+        return found
+
+    def checks(self, node: Schema) -> Checks:
+        """The compiled :class:`Checks` of a (resolved) node, memoised like :meth:`child`."""
+        hit = self._checks.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        found = compile_checks(self, node)
+        if len(self._checks) < 65_536:
+            self._checks[id(node)] = (node, found)
         return found
 
     def _child(self, node: Schema | None, seg: Any) -> Schema | None:
@@ -160,15 +173,6 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def _type_ok(node: Schema, value: Any) -> bool:
-    if node.get("x-kubernetes-int-or-string"):
-        return isinstance(value, (int, str)) and not isinstance(value, bool)
-    expected = node.get("type")
-    if expected is None:
-        return True
-    return _TYPE_CHECKS.get(expected, lambda v: True)(value)
-
-
 _TYPE_NAMES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"),
                (dict, "object"))  # bool before int: a bool is an int in Python
 
@@ -204,57 +208,111 @@ def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (
     if node is None or len(errors) >= limit:
         return errors
     if value is None:
-        if not node.get("nullable"):
-            return errors  # dropped before validation, like the API server does
+        return errors  # a null is dropped before validation (or allowed: nullable)
+    c = schemas.checks(node)
+    if c.type_ok is not None and not c.type_ok(value):
+        errors.append((path, f"must be {c.want}, found {_type_name(value)} {_short(value)}"))
         return errors
-    if not _type_ok(node, value):
-        want = "integer or string" if node.get("x-kubernetes-int-or-string") else node.get("type")
-        errors.append((path, f"must be {want}, found {_type_name(value)} {_short(value)}"))
-        return errors
-    if "enum" in node and value not in node["enum"]:
-        errors.append((path, f"must be one of {', '.join(map(str, node['enum']))}; found {value!r}"))
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in node and value < node["minimum"]:
-            errors.append((path, f"must be >= {node['minimum']}; found {value}"))
-        if "maximum" in node and value > node["maximum"]:
-            errors.append((path, f"must be <= {node['maximum']}; found {value}"))
-        rng = _INT_RANGES.get(node.get("format", ""))
-        if rng and isinstance(value, int) and not rng[0] <= value <= rng[1]:
+    if c.enum is not None and value not in c.enum:
+        errors.append((path, f"must be one of {', '.join(map(str, c.enum))}; found {value!r}"))
+    if c.numeric and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if c.minimum is not None and value < c.minimum:
+            errors.append((path, f"must be >= {c.minimum}; found {value}"))
+        if c.maximum is not None and value > c.maximum:
+            errors.append((path, f"must be <= {c.maximum}; found {value}"))
+        if c.int_range and isinstance(value, int) and not c.int_range[0] <= value <= c.int_range[1]:
             errors.append((path, f"does not fit {node['format']}: {value}"))
-    if isinstance(value, str):
-        if "maxLength" in node and len(value) > node["maxLength"]:
-            errors.append((path, f"longer than {node['maxLength']} characters"))
-        if "minLength" in node and len(value) < node["minLength"]:
-            errors.append((path, f"shorter than {node['minLength']} characters"))
-        if "pattern" in node and not _pattern(node["pattern"]).search(value):
+    if c.textual and isinstance(value, str):
+        if c.max_length is not None and len(value) > c.max_length:
+            errors.append((path, f"longer than {c.max_length} characters"))
+        if c.min_length is not None and len(value) < c.min_length:
+            errors.append((path, f"shorter than {c.min_length} characters"))
+        if c.pattern is not None and not c.pattern.search(value):
             errors.append((path, f"{value!r} does not match {node['pattern']}"))
+    for allowed, message in c.one_of:
+        if value not in allowed:
+            errors.append((path, message or f"must be one of {allowed}"))
+    if type(value) is dict:
+        for req in c.required:
+            if _missing(schemas, node, value, req):
+                errors.append((path + (req,), "required field is missing"))
+        child_of = schemas.child
+        for key, item in value.items():
+            child = child_of(node, key)
+            if child is not None:
+                if item is not None:
+                    validate(schemas, item, child, path + (key,), errors, limit, unknown)
+            elif unknown is not None and len(unknown) < limit:
+                unknown.append(path + (key,))
+    elif type(value) is list:
+        items = c.items
+        if items is not None:
+            for i, item in enumerate(value):
+                if item is not None:
+                    validate(schemas, item, items, path + (i,), errors, limit, unknown)
+        if c.list_type == "map" and items is not None:
+            _unique_keys(schemas, value, items, c.map_keys, path, errors)
+        elif c.list_type == "set":
+            _unique_items(value, path, errors)
+    return errors
+
+
+@dataclass(frozen=True, slots=True)
+class Checks:
+    """What :func:`validate` checks at one schema node, read from the node once."""
+
+    type_ok: Any  # a predicate, or None when any type goes
+    want: str
+    enum: list[Any] | None
+    numeric: bool
+    minimum: Any
+    maximum: Any
+    int_range: tuple[int, int] | None
+    textual: bool
+    max_length: int | None
+    min_length: int | None
+    pattern: re.Pattern[str] | None
+    one_of: tuple[tuple[list[str], str], ...]  # the stateless CEL rule: self in [...]
+    required: tuple[str, ...]
+    items: Schema | None
+    list_type: str | None
+    map_keys: tuple[str, ...]
+
+
+def compile_checks(schemas: SchemaSet, node: Schema) -> Checks:
+    if node.get("x-kubernetes-int-or-string"):
+        type_ok: Any = _INT_OR_STRING
+        want = "integer or string"
+    else:
+        expected = node.get("type")
+        type_ok = None if expected is None else _TYPE_CHECKS.get(expected, _ANY)
+        want = str(expected)
+    one_of = []
     for rule in node.get("x-kubernetes-validations", ()):
         m = re.fullmatch(r"self in \[(.*)\]", rule.get("rule", ""))
         if m:
             allowed = [s.strip().strip("'\"") for s in m.group(1).split(",")]
-            if value not in allowed:
-                errors.append((path, rule.get("message") or f"must be one of {allowed}"))
-    if isinstance(value, dict):
-        for req in node.get("required", ()):
-            if _missing(schemas, node, value, req):
-                errors.append((path + (req,), "required field is missing"))
-        for key, item in value.items():
-            child = schemas.child(node, key)
-            if child is not None:
-                validate(schemas, item, child, path + (key,), errors, limit, unknown)
-            elif unknown is not None and len(unknown) < limit:
-                unknown.append(path + (key,))
-    elif isinstance(value, list):
-        items = schemas.resolve(node.get("items")) if isinstance(node.get("items"), dict) else None
-        if items is not None:
-            for i, item in enumerate(value):
-                validate(schemas, item, items, path + (i,), errors, limit, unknown)
-        list_type = node.get("x-kubernetes-list-type")
-        if list_type == "map" and items is not None:
-            _unique_keys(schemas, value, items, node.get("x-kubernetes-list-map-keys") or (), path, errors)
-        elif list_type == "set":
-            _unique_items(value, path, errors)
-    return errors
+            one_of.append((allowed, rule.get("message") or ""))
+    items = schemas.resolve(node.get("items")) if isinstance(node.get("items"), dict) else None
+    return Checks(
+        type_ok=type_ok, want=want, enum=node.get("enum"),
+        numeric=any(k in node for k in ("minimum", "maximum", "format")),
+        minimum=node.get("minimum"), maximum=node.get("maximum"),
+        int_range=_INT_RANGES.get(node.get("format", "")),
+        textual=any(k in node for k in ("maxLength", "minLength", "pattern")),
+        max_length=node.get("maxLength"), min_length=node.get("minLength"),
+        pattern=_pattern(node["pattern"]) if "pattern" in node else None,
+        one_of=tuple(one_of), required=tuple(node.get("required", ())), items=items,
+        list_type=node.get("x-kubernetes-list-type"),
+        map_keys=tuple(node.get("x-kubernetes-list-map-keys") or ()))
+
+
+def _INT_OR_STRING(v: Any) -> bool:  # noqa: N802 - a constant predicate
+    return isinstance(v, (int, str)) and not isinstance(v, bool)
+
+
+def _ANY(v: Any) -> bool:  # noqa: N802
+    return True
 
 
 def _missing(schemas: SchemaSet, node: Schema, value: dict[str, Any], field: str) -> bool:
