@@ -39,6 +39,7 @@ class SchemaSet:
         self.versions: dict[str, Schema] = doc["versions"]
         self._children: dict[tuple[int, str | None], tuple[Any, Schema | None]] = {}
         self._checks: dict[int, tuple[Schema, Checks]] = {}
+        self._fills: dict[int, tuple[Schema, Any]] = {}
 
     @classmethod
     def from_versions(cls, versions: dict[str, Schema]) -> SchemaSet:
@@ -48,6 +49,7 @@ class SchemaSet:
         self.versions = versions
         self._children = {}
         self._checks = {}
+        self._fills = {}
         return self
 
     def root(self, api_version: str) -> Schema | None:
@@ -138,31 +140,47 @@ class SchemaSet:
         defaulted view feeds capacity and findings, which read known fields only.
         """
         node = self.resolve(node)
-        if node is None or node.get("x-kubernetes-preserve-unknown-fields") and "properties" not in node:
+        if node is None:
             return value
-        if not self.has_defaults(node):
+        skip, is_object, defaults, items = self._fill_info(node)
+        if skip:
             return value
-        if isinstance(value, dict) and node.get("type", "object") == "object":
-            props = node.get("properties")
+        if is_object and isinstance(value, dict):
             out: dict[str, Any] = {}
+            child_of, info = self.child, self._fill_info
             for key, item in value.items():
-                child = self.child(node, key)
+                child = child_of(node, key)
                 if child is None:
                     continue  # pruned
                 if item is None and not child.get("nullable"):
                     continue
-                out[key] = self.default_fill(item, child)
-            if props:
-                for key, sub in props.items():
-                    if key not in out:
-                        sub = self.resolve(sub)
-                        if sub is not None and "default" in sub:
-                            out[key] = self.default_fill(_copy(sub["default"]), sub)
+                out[key] = item if info(child)[0] else self.default_fill(item, child)
+            for key, sub in defaults:
+                if key not in out:
+                    out[key] = self.default_fill(_copy(sub["default"]), sub)
             return out
-        if isinstance(value, list) and isinstance(node.get("items"), dict):
-            items = self.resolve(node["items"])
+        if items is not None and isinstance(value, list):
             return [self.default_fill(v, items) for v in value]
         return value
+
+    def _fill_info(self, node: Schema) -> tuple[bool, bool, tuple[tuple[str, Schema], ...], Schema | None]:
+        """(nothing to fill below, an object node, its properties with a default, its items)
+        of a resolved node, read once."""
+        hit = self._fills.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        skip = bool(node.get("x-kubernetes-preserve-unknown-fields") and "properties" not in node) \
+            or not self.has_defaults(node)
+        defaults = []
+        for key, sub in (node.get("properties") or {}).items():
+            sub = self.resolve(sub)
+            if sub is not None and "default" in sub:
+                defaults.append((key, sub))
+        items = self.resolve(node["items"]) if isinstance(node.get("items"), dict) else None
+        found = (skip, node.get("type", "object") == "object", tuple(defaults), items)
+        if len(self._fills) < 65_536:
+            self._fills[id(node)] = (node, found)
+        return found
 
 
 def _copy(value: Any) -> Any:
