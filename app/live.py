@@ -17,8 +17,8 @@ it reads what raycluster-semantics.md §10 asks for: the running RayCluster's sp
 its live (autoscaled) worker replicas; from the cluster's pods (label ``ray.io/cluster``) the
 head pod's ``ray.io/upgrade-strategy-recreate-hash`` and ``ray.io/kuberay-version`` annotations
 and the worker pods per ``ray.io/group``, groups no longer in the spec included (orphans); and
-the headroom as for a RayService. A RayCluster that is not running gets only the headroom. RayJobs
-are not read live (their analysis has no live basis).
+the headroom as for a RayService. A RayCluster that is not running gets only the headroom. A
+RayJob gets only the headroom: each run builds a new RayCluster, so nothing of it runs to compare.
 
 The functions taking nodes and pods are pure; only :func:`read_live_basis` and
 :func:`live_basis_for` do I/O, through :class:`app.clients.kubernetes.KubeReader`.
@@ -67,7 +67,9 @@ NODE_TYPE_LABEL = "ray.io/node-type"  # "head" | "worker"
 GROUP_LABEL = "ray.io/group"
 RECREATE_HASH = "ray.io/upgrade-strategy-recreate-hash"
 KUBERAY_VERSION = "ray.io/kuberay-version"
-LIVE_KINDS = ("RayService", "RayCluster")  # the kinds whose live state is read
+# The kinds whose live basis is read: a RayService's and a RayCluster's running state, and for a
+# RayJob (a new RayCluster per run, nothing to compare with) the free accelerators its pods can use.
+LIVE_KINDS = ("RayService", "RayCluster", "RayJob")
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 Obj = Mapping[str, Any]
@@ -324,10 +326,11 @@ def parse_key(key: str) -> tuple[str, str, str]:
 
 
 def live_targets(texts: Texts, source: str = "after") -> dict[str, dict[str, Any]]:
-    """The RayServices and standalone RayClusters of ``texts`` by live key, for the live reads.
+    """The RayServices, standalone RayClusters and RayJobs of ``texts`` by live key, for the live
+    reads.
 
-    A RayCluster a RayService or RayJob owns is not one (:func:`diffing.manifests.analysed_kind`);
-    RayJobs have no live basis. Raises :class:`diffing.DiffingError` on a text that cannot be read.
+    A RayCluster a RayService or RayJob owns is not one (:func:`diffing.manifests.analysed_kind`).
+    Raises :class:`diffing.DiffingError` on a text that cannot be read.
     """
     found, _, _ = collect_all(texts, source, Limits())
     return {live_key(ident): m.obj for ident, m in found.items() if ident[0] in LIVE_KINDS}
@@ -445,7 +448,7 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
                     headroom: Mapping[str, Any] | None = None) -> dict[str, diffing.LiveCluster]:
     """One :class:`diffing.LiveCluster` per key whose RayService or RayCluster is live or has a target.
 
-    ``keys`` are live keys (:func:`parse_key`); keys of other kinds (RayJob) are skipped.
+    ``keys`` are live keys (:func:`parse_key`); a RayJob's gets the headroom of its target alone.
     ``headroom`` (e.g. from ``--headroom``) wins over the measured value for the same resource.
     Reads per namespace at most one list of RayServices, one of RayClusters and (for a standalone
     RayCluster, unless the all-namespace pod list was read for the headroom) one of its pods;
@@ -461,6 +464,8 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
             live[key] = (kind, namespace, name, reader.get_rayservice(namespace, name))
         elif kind == "RayCluster":
             live[key] = (kind, namespace, name, reader.get_raycluster(namespace, name))
+        elif kind == "RayJob":
+            live[key] = (kind, namespace, name, None)  # only its target's pods matter: the headroom
     wants_nodes = any(
         _accelerators(pod_requests(spec), extra)
         for key, (*_, obj) in live.items() for shape in (targets.get(key), obj) if shape
@@ -474,7 +479,10 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
             continue
         room: dict[str, Any] = dict(accelerator_headroom(shape, nodes, pods, extra)) if wants_nodes else {}
         room.update(headroom or {})
-        if obj is None:
+        if kind == "RayJob":
+            if room:  # nothing else of a RayJob is live; no entry without a figure
+                out[key] = diffing.LiveCluster(headroom=room)
+        elif obj is None:
             out[key] = diffing.LiveCluster(headroom=room or None)
         elif kind == "RayService":
             out[key] = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version)

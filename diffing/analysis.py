@@ -248,7 +248,7 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
                                              duplicates=dups))
         else:
             resources.append(analyze_job(engine, key, before, after, headroom=room, argo_apps=apps,
-                                         duplicates=dups))
+                                         duplicates=dups, live=(live or {}).get(live_key(ident))))
     general = tuple(sorted((weigh_note(n, pol) for n in notes),
                            key=lambda f: SEVERITY_ORDER.get(f.severity, 3)))
     blocked = any(f.severity == "error" and (f.code == "render-failed" or pol.hold_on_errors)

@@ -25,10 +25,12 @@ from .findings import duplicate_findings
 from .gojson import ABSENT, TypeDesc, struct
 from .jobchecks import RCS, cel_errors, validate_rayjob
 from .jobschema import job_defaulted, job_schemas, job_spec_schema
+from .live import LiveCluster
 from .manifests import Duplicate, Manifest
 from .nextsteps import OVERRIDE
 from .paths import Path, format_path
 from .report import APPROVE, HOLD, SEVERITY_ORDER, Capacity, Change, Finding, ResourceReport
+from .rollout import known_headroom
 from .schema import transition_errors, validate
 from .validation import external_manager
 from .values import dig, mapping, seq
@@ -380,9 +382,12 @@ def _created_suspended(ctx: _Ctx) -> Iterator[Finding]:
 
 def analyze_job(engine: Engine, key: tuple[str, str], before: Manifest | None, after: Manifest | None, *,
                 headroom: Mapping[str, Fraction] | None, argo_apps: list[Any],
-                duplicates: Sequence[Duplicate] = ()) -> ResourceReport:
+                duplicates: Sequence[Duplicate] = (), live: LiveCluster | None = None) -> ResourceReport:
     main = after or before
     assert main is not None
+    # A RayJob builds a new RayCluster per run, so nothing of it runs to compare with; the live
+    # basis brings the free accelerators its pods can use, which win over the caller's figure.
+    headroom = known_headroom(headroom, live)
     policy = engine.policy
     b_def = job_defaulted(before.obj, before.api_version) if before else None
     a_def = job_defaulted(after.obj, after.api_version) if after else None

@@ -127,6 +127,9 @@ def _counted(counts: dict[str, int]) -> str:
 def _describe(key: str, live: diffing.LiveCluster) -> str:
     if key.startswith("RayCluster/"):
         return _describe_cluster(key, live)
+    if key.startswith("RayJob/"):  # a new RayCluster per run: only the room for its pods is read
+        free = ", ".join(f"{k}={v}" for k, v in (live.headroom or {}).items()) or "none"
+        return f"{key}; free where its pods fit: {free}"
     parts = [key]
     if live.active_cluster:
         reps = ", ".join(f"{g}={n}" for g, n in sorted(live.worker_replicas.items())) or "no worker groups"

@@ -150,7 +150,8 @@ def test_live_keys_and_targets_of_a_text() -> None:
     rs = s.target_state(s.sample(), "app")
     text = yaml.safe_dump_all([raycluster(), owned, rayjob(), rs])
     targets = live_targets(text)
-    assert sorted(targets) == [KEY, "ml/stable-diffusion"]  # not the owned cluster, not the RayJob
+    # not the owned cluster; the RayJob for the room its pods need
+    assert sorted(targets) == [KEY, "RayJob/ml/rayjob-nightly", "ml/stable-diffusion"]
     assert targets[KEY]["kind"] == "RayCluster"
     for key in targets:
         assert live_key(parse_key(key)) == key
@@ -302,7 +303,8 @@ def test_presync_reads_rayclusters_and_rayjobs_from_argocd_and_the_cluster_live(
     assert (f"{KEY}; running (replicas workers=3; worker pods old-group=2, workers=3); head pod hash {HASH}, "
             "KubeRay v1.7.0") in out.err
     (call,) = analyze_calls
-    assert sorted(call["live"]) == [KEY]  # neither the owned cluster nor the RayJob is read live
+    # neither the owned cluster nor the CPU-only RayJob (no accelerator: no headroom to read)
+    assert sorted(call["live"]) == [KEY]
     assert call["live"][KEY].cluster_spec == live["spec"]
     assert call["before_is_live"] is True
     assert kube.requests == [
@@ -321,3 +323,27 @@ def test_managed_resources_texts_keep_rayclusters_and_rayjobs() -> None:
     assert before == []
     assert [json.loads(text)["kind"] for _, text in after] == ["RayCluster", "RayJob"]
 
+
+
+def test_a_gpu_rayjob_gets_the_free_accelerators_its_pods_fit_and_the_core_weighs_them(
+        kubeconfig: Any) -> None:
+    """A RayJob builds a new RayCluster per run: its live basis is the room its pods can use (nodes
+    and active pods listed once), and with it a resume that fits is approved, one that does not
+    holds."""
+    kube, _ = kube_with_cluster(gpus=1, free_gpus=2)
+    kubeconfig(kube)
+    job = rayjob()
+    job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"] = {
+        "containers": [container("ray-worker", gpus=1)], "tolerations": TOLERATION}
+    key = "RayJob/ml/rayjob-nightly"
+    basis = live_basis_for([key], targets={key: job}, timeout=10)
+    assert basis is not None and dict(basis[key].headroom or {}) == {"nvidia.com/gpu": 2}
+    assert sorted(p.partition("?")[0] for p in kube.requests) == ["/api/v1/nodes", "/api/v1/pods"]
+
+    suspended = {**job, "spec": {**job["spec"], "suspend": True}}
+    resumed = yaml.safe_dump(job)
+    fits = diffing.analyze(yaml.safe_dump(suspended), resumed, live=basis).to_dict()["resources"][0]
+    assert (fits["rollout"], fits["decision"]) == ("resume", "approve")
+    tight = {key: diffing.LiveCluster(headroom={"nvidia.com/gpu": 0})}
+    held = diffing.analyze(yaml.safe_dump(suspended), resumed, live=tight).to_dict()["resources"][0]
+    assert (held["rollout"], held["decision"]) == ("resume", "hold")
