@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from .quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, format_amount
@@ -29,6 +30,7 @@ WAIT_GCS_INIT = {"cpu": Fraction(1, 5), "memory": Fraction(256 * 2**20)}
 Amounts = dict[str, Fraction]
 
 
+@lru_cache(maxsize=1024)
 def is_gpu(name: str) -> bool:
     """``utils.IsGPUResourceKey``: names ending in ``gpu``, and NVIDIA MIG profiles."""
     return bool(_GPU.search(name))
@@ -208,12 +210,13 @@ def render_amounts(amounts: Mapping[str, Fraction], accelerators: Iterable[str] 
     """
     extra = tuple(accelerators)
     out: dict[str, Any] = {}
-    keys = sorted(amounts, key=lambda k: (not is_accelerator(k, extra), k not in ("cpu", "memory"), k))
+    accel = {k: is_accelerator(k, extra) for k in amounts}
+    keys = sorted(amounts, key=lambda k: (not accel[k], k not in ("cpu", "memory"), k))
     for k in keys:
         v = amounts[k]
         if v < 0 or (v == 0 and not keep_zero):
             continue
-        if is_accelerator(k, extra):
+        if accel[k]:
             out[k] = math.ceil(v)
         else:
             family = (units or {}).get(k)
