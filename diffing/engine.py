@@ -92,15 +92,7 @@ class Engine:
     # -- diffing -----------------------------------------------------------------------------
 
     def differences(self, b: Manifest, a: Manifest) -> list[Difference]:
-        out: list[Difference] = []
-        if b.api_version != a.api_version:
-            out.append(Difference(("apiVersion",), b.api_version, a.api_version, "modified", True,
-                                  "same stored object"))
-        # name and namespace are the pairing key (a missing namespace is "default").
-        identity = ("name", "namespace")
-        bmeta = {k: v for k, v in mapping(b.obj.get("metadata")).items() if k not in identity}
-        ameta = {k: v for k, v in mapping(a.obj.get("metadata")).items() if k not in identity}
-        out.extend(self.differ.diff(bmeta, ameta, ("metadata",), None, None))
+        out = envelope_differences(self.differ, b, a)
         bspec, aspec = mapping(b.obj.get("spec")), mapping(a.obj.get("spec"))
         sch = self.spec_schema(a)
         for key in list(bspec) + [k for k in aspec if k not in bspec]:
@@ -116,6 +108,21 @@ class Engine:
                 continue
             out.extend(self.differ.diff(bv, av, ("spec", key), child, self.spec_type(key)))
         return out
+
+
+def envelope_differences(differ: Differ, b: Manifest, a: Manifest) -> list[Difference]:
+    """What differs outside the spec, the same for every kind: the API version (v1alpha1 and v1
+    store the same object) and the metadata, without the name and namespace that paired the two
+    (a missing namespace is "default")."""
+    out: list[Difference] = []
+    if b.api_version != a.api_version:
+        out.append(Difference(("apiVersion",), b.api_version, a.api_version, "modified", True,
+                              "same stored object"))
+    identity = ("name", "namespace")
+    bmeta = {k: v for k, v in mapping(b.obj.get("metadata")).items() if k not in identity}
+    ameta = {k: v for k, v in mapping(a.obj.get("metadata")).items() if k not in identity}
+    out.extend(differ.diff(bmeta, ameta, ("metadata",), None, None))
+    return out
 
 
 def same(a: Any, b: Any) -> bool:
@@ -143,14 +150,7 @@ def cluster_defaulted(engine: Engine, m: Manifest) -> dict[str, Any]:
 
 def cluster_differences(engine: Engine, b: Manifest, a: Manifest) -> list[Difference]:
     """The RayCluster's differences: apiVersion, metadata (name and namespace are the key), spec."""
-    out: list[Difference] = []
-    if b.api_version != a.api_version:
-        out.append(Difference(("apiVersion",), b.api_version, a.api_version, "modified", True,
-                              "same stored object"))
-    identity = ("name", "namespace")
-    bmeta = {k: v for k, v in mapping(b.obj.get("metadata")).items() if k not in identity}
-    ameta = {k: v for k, v in mapping(a.obj.get("metadata")).items() if k not in identity}
-    out.extend(engine.differ.diff(bmeta, ameta, ("metadata",), None, None))
+    out = envelope_differences(engine.differ, b, a)
     out.extend(engine.differ.diff(mapping(b.obj.get("spec")), mapping(a.obj.get("spec")), ("spec",),
                                   cluster_schema(engine, a.api_version), engine.gotypes.root))
     return out

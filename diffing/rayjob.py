@@ -20,7 +20,7 @@ from typing import Any
 
 from . import capacity as cap
 from .diff import Differ, Difference
-from .engine import Engine
+from .engine import Engine, envelope_differences
 from .findings import duplicate_findings
 from .gojson import ABSENT, TypeDesc, struct
 from .jobchecks import RCS, cel_errors, validate_rayjob
@@ -113,14 +113,7 @@ def job_differences(engine: Engine, b: Manifest, a: Manifest) -> list[Difference
     """apiVersion, metadata (name and namespace are the key) and spec differences of two RayJobs."""
     schemas = job_schemas()
     differ = Differ(schemas, engine.gotypes)
-    out: list[Difference] = []
-    if b.api_version != a.api_version:
-        out.append(Difference(("apiVersion",), b.api_version, a.api_version, "modified", True,
-                              "same stored object"))
-    identity = ("name", "namespace")
-    bmeta = {k: v for k, v in mapping(b.obj.get("metadata")).items() if k not in identity}
-    ameta = {k: v for k, v in mapping(a.obj.get("metadata")).items() if k not in identity}
-    out.extend(differ.diff(bmeta, ameta, ("metadata",), None, None))
+    out = envelope_differences(differ, b, a)
     bspec, aspec = mapping(b.obj.get("spec")), mapping(a.obj.get("spec"))
     sch = job_spec_schema(a.api_version)
     for key in list(bspec) + [k for k in aspec if k not in bspec]:
