@@ -80,21 +80,31 @@ class _Constructor(_Loader):  # type: ignore[misc, valid-type]
             self.flatten_mapping(node)
         mapping: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if type(key) is not str:
-                if isinstance(key, (list, dict)):
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark, "found an unhashable key",
-                        key_node.start_mark)
-                key = _json_key(key)
+            key = _string_key(self.construct_object(key_node, deep=deep), node, key_node)
             if key in mapping:
-                # The API server refuses duplicate keys; PyYAML would silently keep the last one.
-                first = next(k.start_mark.line + 1 for k, _ in node.value
-                             if _json_key(self.construct_object(k)) == key)
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first on line {first})", key_node.start_mark)
+                raise _duplicate(self, node, key_node, key)
             mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
+
+
+def _string_key(key: Any, node: yaml.Node, key_node: yaml.Node) -> str:
+    """A mapping key as Kubernetes reads it: a string (``1`` and ``true`` as text); a list or
+    mapping as a key is an error."""
+    if type(key) is str:
+        return key
+    if isinstance(key, (list, dict)):
+        raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                "found an unhashable key", key_node.start_mark)
+    return _json_key(key)
+
+
+def _duplicate(loader: Any, node: yaml.Node, key_node: yaml.Node, key: str
+               ) -> yaml.constructor.ConstructorError:
+    """The error for a key written twice: the API server refuses duplicate keys, where PyYAML
+    would silently keep the last one."""
+    first = next(k.start_mark.line + 1 for k, _ in node.value if _json_key(loader.construct_object(k)) == key)
+    return yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r} (first on line {first})",
+                                             key_node.start_mark)
 
 
 def _construct_str(loader: yaml.SafeLoader, node: yaml.Node) -> str:
@@ -306,18 +316,10 @@ def _build(loader: _Constructor, node: yaml.Node, limits: Limits, where: dict[st
             elif key_node.tag == _MERGE:
                 raise _Slow
             else:
-                key = value_of(key_node) if type(key_node) is scalar else build(key_node, depth + 1)[0]
-                if type(key) is not str:
-                    if isinstance(key, (list, dict)):
-                        raise yaml.constructor.ConstructorError(
-                            "while constructing a mapping", n.start_mark, "found an unhashable key",
-                            key_node.start_mark)
-                    key = _json_key(key)
+                raw = value_of(key_node) if type(key_node) is scalar else build(key_node, depth + 1)[0]
+                key = _string_key(raw, n, key_node)
             if key in out:
-                first = next(k.start_mark.line + 1 for k, _ in n.value
-                             if _json_key(loader.construct_object(k)) == key)
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first on line {first})", key_node.start_mark)
+                raise _duplicate(loader, n, key_node, key)
             line = key_node.start_mark.line + 1
             if type(value_node) is scalar:
                 out[key] = value_of(value_node)
