@@ -19,27 +19,19 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 
-class GuardedH11Protocol(H11Protocol):
+class HeadDeadline:
+    """The head deadline, for a uvicorn protocol class it is mixed into first: armed when the
+    connection opens and when the bytes of a request head start to arrive, dropped once the
+    parser has the whole head; at the deadline a head still awaited closes the connection.
+    ``_awaiting_head`` says what the parser knows."""
+
     header_timeout = 10.0  # replaced per server by :func:`protocol_with`
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    _head_timer: asyncio.TimerHandle | None = None
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._head_timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_head_timer()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_head_timer()
-        super().connection_lost(exc)
-
-    def data_received(self, data: bytes) -> None:
-        if self.conn.their_state is h11.IDLE:
-            self._arm_head_timer()  # bytes of a request head: its deadline runs from now
-        super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
-            self._disarm_head_timer()
+    def _awaiting_head(self) -> bool:
+        raise NotImplementedError
 
     def _arm_head_timer(self) -> None:
         if self._head_timer is None:
@@ -52,8 +44,28 @@ class GuardedH11Protocol(H11Protocol):
 
     def _head_timeout(self) -> None:
         self._head_timer = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+        if self._awaiting_head() and not self.transport.is_closing():
             self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_timer()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+
+class GuardedH11Protocol(HeadDeadline, H11Protocol):  # type: ignore[misc]
+    def _awaiting_head(self) -> bool:
+        return self.conn.their_state is h11.IDLE
+
+    def data_received(self, data: bytes) -> None:
+        if self._awaiting_head():
+            self._arm_head_timer()  # bytes of a request head: its deadline runs from now
+        super().data_received(data)
+        if not self._awaiting_head():
+            self._disarm_head_timer()
 
 
 def _guarded_httptools() -> type[Any] | None:
@@ -62,52 +74,25 @@ def _guarded_httptools() -> type[Any] | None:
     except ImportError:  # no httptools: the h11 protocol serves
         return None
 
-    class GuardedHttpToolsProtocol(HttpToolsProtocol):  # type: ignore[misc]
-        """The httptools protocol with the same head deadline: armed when the bytes of a head
-        start to arrive (or the connection opens), disarmed once the parser has the headers."""
+    class GuardedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):  # type: ignore[misc]
+        _head_pending = True  # between requests and until the parser has the headers
 
-        header_timeout = 10.0
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._head_timer: asyncio.TimerHandle | None = None
-            self._awaiting_head = True
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm_head_timer()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm_head_timer()
-            super().connection_lost(exc)
+        def _awaiting_head(self) -> bool:
+            return self._head_pending
 
         def data_received(self, data: bytes) -> None:
-            if self._awaiting_head:
+            if self._head_pending:
                 self._arm_head_timer()
             super().data_received(data)
 
         def on_headers_complete(self) -> None:
-            self._awaiting_head = False
+            self._head_pending = False
             self._disarm_head_timer()
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
-            self._awaiting_head = True  # the next bytes are the next request's head
-
-        def _arm_head_timer(self) -> None:
-            if self._head_timer is None:
-                self._head_timer = self.loop.call_later(self.header_timeout, self._head_timeout)
-
-        def _disarm_head_timer(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-
-        def _head_timeout(self) -> None:
-            self._head_timer = None
-            if self._awaiting_head and not self.transport.is_closing():
-                self.transport.close()
+            self._head_pending = True  # the next bytes are the next request's head
 
     return GuardedHttpToolsProtocol
 
