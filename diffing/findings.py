@@ -54,12 +54,7 @@ class Context:
     unknown: list[Path]
 
     def finding(self, severity: str, code: str, path: Path | str, message: str) -> Finding:
-        text = path if isinstance(path, str) else format_path(path)
-        line = None
-        m = self.after or self.before
-        if m is not None and not isinstance(path, str):
-            line = m.line(path)
-        return Finding(severity, code, text, message, line)
+        return located(self.after or self.before, severity, code, path, message)
 
     def changed(self, *categories: Category) -> list[Change]:
         wanted = {c.value for c in categories}
@@ -72,6 +67,14 @@ class Context:
                 name = g.get("groupName")
                 seg: Any = Key("groupName", str(name)) if isinstance(name, (str, int)) and name else i
                 yield RCC + ("workerGroupSpecs", seg), g
+
+
+def located(m: Manifest | None, severity: str, code: str, path: Path | str, message: str) -> Finding:
+    """A finding at ``path`` of ``m``, with the line it names in ``m``'s file (a path given as
+    text, e.g. ``Application llm-prod``, names no line)."""
+    if isinstance(path, str):
+        return Finding(severity, code, path, message)
+    return Finding(severity, code, format_path(path), message, m.line(path) if m is not None else None)
 
 
 Check = Callable[[Context], Iterator[Finding]]

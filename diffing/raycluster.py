@@ -35,7 +35,7 @@ from .engine import (
     recreate_hash_input,
     same,
 )
-from .findings import duplicate_findings
+from .findings import duplicate_findings, located
 from .gojson import ABSENT
 from .kuberay import ClusterCategory as C
 from .live import LiveCluster
@@ -74,9 +74,7 @@ class _Work:
     steps: list[str] = field(default_factory=list)
 
     def finding(self, severity: str, code: str, path: Path | str, message: str) -> Finding:
-        m = self.after or self.before
-        line = m.line(path) if m is not None and not isinstance(path, str) else None
-        return Finding(severity, code, path if isinstance(path, str) else format_path(path), message, line)
+        return located(self.after or self.before, severity, code, path, message)
 
     def real(self) -> list[Change]:
         return [c for c in self.changes if c.category != C.NO_OP.value]

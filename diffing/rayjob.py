@@ -21,7 +21,7 @@ from typing import Any
 from . import capacity as cap
 from .diff import Differ, Difference
 from .engine import Engine, envelope_differences
-from .findings import duplicate_findings
+from .findings import duplicate_findings, located
 from .gojson import ABSENT, TypeDesc, struct
 from .jobchecks import RCS, cel_errors, validate_rayjob
 from .jobschema import job_defaulted, job_schemas, job_spec_schema
@@ -219,8 +219,7 @@ class _Ctx:
     argo_apps: list[Any]
 
     def finding(self, severity: str, code: str, path: Path, message: str) -> Finding:
-        m = self.after or self.before
-        return Finding(severity, code, format_path(path), message, m.line(path) if m else None)
+        return located(self.after or self.before, severity, code, path, message)
 
 
 def _self_heal(apps: list[Any]) -> bool:
