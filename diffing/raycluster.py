@@ -43,7 +43,7 @@ from .manifests import Duplicate, Manifest
 from .paths import Key, Path, format_path, schema_path
 from .pods import pod_problems
 from .report import APPROVE, HOLD, IGNORE, SEVERITY_ORDER, Capacity, Change, Finding, ResourceReport
-from .rollout import known_headroom
+from .rollout import known_headroom, shortfalls
 from .schema import transition_errors, validate
 from .validation import external_manager, validate_raycluster
 from .values import dig, mapping, seq
@@ -715,19 +715,15 @@ def _decide(w: _Work, rollout: str, capacity: Capacity, known: Mapping[str, Frac
                      "the change reaches only new pods"))
     only_owned = bool(w.real()) and all(c.category == C.AUTOSCALER_OWNED.value for c in w.real())
     if rollout in ("scale", "resume", "recreate") and not only_owned:
-        for name, raw in capacity.extra.items():
-            if not cap.is_accelerator(name, policy.accelerators) and name not in policy.thresholds:
-                continue
-            amount = cap.Quantity.parse(raw).value
-            limit = (known or {}).get(name, Fraction(0)) + policy.thresholds.get(name, Fraction(0))
-            if amount > limit:
-                where = "no headroom is known" if known is None else \
-                    f"the known headroom covers {cap.human(name, (known or {}).get(name, 0))}"
-                hold.append((f"the new pods need {cap.human(name, raw)} more {name}; {where} (without room "
-                             "they stay Pending)", "no headroom is known" if known is None else
-                             f"the known headroom ({name}: {cap.human(name, known.get(name, 0))}) does "
-                             "not cover it"))
-                w.steps.append("free or add the capacity first, or pass the real headroom (--headroom)")
+        for name, _, _ in shortfalls(policy, capacity.extra, known):
+            raw = capacity.extra[name]
+            where = "no headroom is known" if known is None else \
+                f"the known headroom covers {cap.human(name, known.get(name, 0))}"
+            hold.append((f"the new pods need {cap.human(name, raw)} more {name}; {where} (without room "
+                         "they stay Pending)", "no headroom is known" if known is None else
+                         f"the known headroom ({name}: {cap.human(name, known.get(name, 0))}) does "
+                         "not cover it"))
+            w.steps.append("free or add the capacity first, or pass the real headroom (--headroom)")
     if hold:
         w.reasons.extend(r for r, _ in hold)
         return HOLD, hold[0][1]

@@ -30,7 +30,7 @@ from .manifests import Duplicate, Manifest
 from .nextsteps import OVERRIDE
 from .paths import Path, format_path
 from .report import APPROVE, HOLD, SEVERITY_ORDER, Capacity, Change, Finding, ResourceReport
-from .rollout import known_headroom
+from .rollout import known_headroom, shortfalls
 from .schema import transition_errors, validate
 from .validation import external_manager
 from .values import dig, mapping, seq
@@ -191,16 +191,12 @@ def _capacity_holds(engine: Engine, extra: Mapping[str, Fraction], known: Mappin
         return []
     policy = engine.policy
     out = []
-    for name, amount in extra.items():
-        if not cap.is_accelerator(name, policy.accelerators) and name not in policy.thresholds:
-            continue
-        free = known.get(name, Fraction(0))
-        if amount > free + policy.thresholds.get(name, Fraction(0)):
-            need = cap.render_amounts({name: amount}, policy.accelerators).get(name, amount)
-            room = cap.render_amounts({name: free}, policy.accelerators, keep_zero=True).get(name, 0)
-            out.append(f"the run needs {cap.human(name, need)} {name}; the known headroom covers "
-                       f"{cap.human(name, room)} (without room its pods stay Pending until a deadline "
-                       "fails the job)")
+    for name, amount, free in shortfalls(policy, extra, known):
+        need = cap.render_amounts({name: amount}, policy.accelerators).get(name, amount)
+        room = cap.render_amounts({name: free}, policy.accelerators, keep_zero=True).get(name, 0)
+        out.append(f"the run needs {cap.human(name, need)} {name}; the known headroom covers "
+                   f"{cap.human(name, room)} (without room its pods stay Pending until a deadline "
+                   "fails the job)")
     return out
 
 

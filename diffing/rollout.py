@@ -290,21 +290,31 @@ def _capacity_holds(engine: Engine, capacity: Capacity, known: Mapping[str, Frac
     if policy.hold_on_recreate == "always":
         return ["policy holdOnRecreate=always: every cluster recreation is held"]
     out = []
-    for name, raw in capacity.extra.items():
-        amount = cap.Quantity.parse(raw).value
-        accelerator = cap.is_accelerator(name, policy.accelerators)
-        if not accelerator and name not in policy.thresholds:
+    for name, _, free in shortfalls(policy, capacity.extra, known):
+        raw = capacity.extra[name]
+        covered = cap.render_amounts({name: free}, policy.accelerators, keep_zero=True,
+                                     units=_families({name: raw})).get(name, 0)
+        where = (f"the known headroom covers {cap.human(name, covered)}"
+                 if known is not None else "no headroom is known")
+        out.append(f"the rollout needs {cap.human(name, raw)} extra {name} while the old cluster still "
+                   f"runs; {where}"
+                   " (without room the new pods stay Pending and the rollout never finishes)")
+    return out
+
+
+def shortfalls(policy: Policy, extra: Mapping[str, Any], known: Mapping[str, Fraction] | None
+               ) -> list[tuple[str, Fraction, Fraction]]:
+    """``(name, amount, free)`` for each accelerator, or resource with a policy threshold, of
+    ``extra`` (amounts or quantity strings) beyond the known headroom plus its threshold; an
+    unknown headroom has nothing free."""
+    out = []
+    for name, raw in extra.items():
+        if not cap.is_accelerator(name, policy.accelerators) and name not in policy.thresholds:
             continue
+        amount = raw if isinstance(raw, Fraction) else cap.Quantity.parse(raw).value
         free = (known or {}).get(name, Fraction(0))
-        limit = free + policy.thresholds.get(name, Fraction(0))
-        if amount > limit:
-            covered = cap.render_amounts({name: free}, policy.accelerators, keep_zero=True,
-                                         units=_families({name: raw})).get(name, 0)
-            where = (f"the known headroom covers {cap.human(name, covered)}"
-                     if known is not None else "no headroom is known")
-            out.append(f"the rollout needs {cap.human(name, raw)} extra {name} while the old cluster still "
-                       f"runs; {where}"
-                       " (without room the new pods stay Pending and the rollout never finishes)")
+        if amount > free + policy.thresholds.get(name, Fraction(0)):
+            out.append((name, amount, free))
     return out
 
 
