@@ -62,12 +62,8 @@ class Policy:
         if unknown:
             raise PolicyError(f"unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
                               f"known: {', '.join(sorted(_KEYS))}")
-        hold = data.get("holdOnRecreate", "gpu-only")
-        if hold not in HOLD_ON_RECREATE:
-            raise PolicyError(f"must be one of {', '.join(HOLD_ON_RECREATE)}", key="holdOnRecreate")
-        not_applied = data.get("notApplied", "hold")
-        if not_applied not in NOT_APPLIED:
-            raise PolicyError(f"must be one of {', '.join(NOT_APPLIED)}", key="notApplied")
+        hold = _choice(data, "holdOnRecreate", HOLD_ON_RECREATE, "gpu-only")
+        not_applied = _choice(data, "notApplied", NOT_APPLIED, "hold")
         thresholds = {}
         raw = data.get("thresholds") or {}
         if not isinstance(raw, Mapping):
@@ -86,24 +82,32 @@ class Policy:
         accel = data.get("accelerators") or []
         if not isinstance(accel, list) or not all(isinstance(a, str) for a in accel):
             raise PolicyError("must be a list of resource names", key="accelerators")
-        hold_errors = data.get("holdOnErrors", True)
-        if not isinstance(hold_errors, bool):
-            raise PolicyError("must be true or false", key="holdOnErrors")
-        render_failure = data.get("renderFailure", "hold")
-        if render_failure not in RENDER_FAILURE:
-            raise PolicyError(f"must be one of {', '.join(RENDER_FAILURE)}", key="renderFailure")
+        hold_errors = _flag(data, "holdOnErrors", True)
+        render_failure = _choice(data, "renderFailure", RENDER_FAILURE, "hold")
         cluster = data.get("raycluster") or {}
         if not isinstance(cluster, Mapping) or set(cluster) - {"holdOnRecreate", "holdOnLatent"}:
             raise PolicyError("must be a mapping with holdOnRecreate and/or holdOnLatent", key="raycluster")
-        cluster_recreate = cluster.get("holdOnRecreate", True)
-        if not isinstance(cluster_recreate, bool):
-            raise PolicyError("must be true or false", key="raycluster.holdOnRecreate")
-        cluster_latent = cluster.get("holdOnLatent", "version-skew")
-        if cluster_latent not in HOLD_ON_LATENT:
-            raise PolicyError(f"must be one of {', '.join(HOLD_ON_LATENT)}", key="raycluster.holdOnLatent")
+        cluster_recreate = _flag(cluster, "holdOnRecreate", True, "raycluster.")
+        cluster_latent = _choice(cluster, "holdOnLatent", HOLD_ON_LATENT, "version-skew", "raycluster.")
         return cls(hold, thresholds, not_applied, dict(gates),
                    {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in env.items()},
                    tuple(accel), hold_errors, render_failure, cluster_recreate, cluster_latent)
+
+
+def _choice(data: Mapping[str, Any], key: str, choices: tuple[str, ...], default: str,
+            prefix: str = "") -> str:
+    """``data[key]``, one of ``choices``."""
+    value = data.get(key, default)
+    if value not in choices:
+        raise PolicyError(f"must be one of {', '.join(choices)}", key=prefix + key)
+    return str(value)
+
+
+def _flag(data: Mapping[str, Any], key: str, default: bool, prefix: str = "") -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise PolicyError("must be true or false", key=prefix + key)
+    return value
 
 
 # No cluster has an exa of anything: a larger amount is a typo, not headroom.
