@@ -33,6 +33,37 @@ def manifest(name: str) -> str:
     return (DATA / "manifests" / name).read_text()
 
 
+def raycluster_yaml(*, image: str = "2.52.0", replicas: int = 1) -> str:
+    """A standalone RayCluster file (``raycluster-batch``) as a PR changes it: its Ray image tag
+    and its worker replicas are the parameters."""
+    return f"""\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: raycluster-batch
+spec:
+  rayVersion: "2.52.0"
+  headGroupSpec:
+    rayStartParams: {{}}
+    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: rayproject/ray:{image}
+  workerGroupSpecs:
+  - groupName: workers
+    replicas: {replicas}
+    minReplicas: 1
+    maxReplicas: 5
+    rayStartParams: {{}}
+    template:
+      spec:
+        containers:
+        - name: ray-worker
+          image: rayproject/ray:{image}
+"""
+
+
 def payload_bytes(name: str) -> bytes:
     return (DATA / name).read_bytes()
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from action_runner import run_action
-from github_helpers import MANIFEST, NUMBER, OWNER, REPO, TOKEN, manifest
+from github_helpers import MANIFEST, NUMBER, OWNER, REPO, TOKEN, manifest, raycluster_yaml
 from github_standin import GitHubStandIn
 from serverutil import running_server
 
@@ -167,37 +167,9 @@ def test_action_renders_the_overlay_image_bump_like_the_cli(tmp_path, capsys):
     assert "overlays/prod (kustomize)" in comment["body"] and "`ray-prod/ray-serve-llm`" in comment["body"]
 
 
-RAYCLUSTER = """\
-apiVersion: ray.io/v1
-kind: RayCluster
-metadata:
-  name: raycluster-batch
-spec:
-  headGroupSpec:
-    rayStartParams: {}
-    template:
-      spec:
-        containers:
-        - name: ray-head
-          image: rayproject/ray:IMAGE
-  workerGroupSpecs:
-  - groupName: workers
-    replicas: 1
-    minReplicas: 1
-    maxReplicas: 5
-    rayStartParams: {}
-    template:
-      spec:
-        containers:
-        - name: ray-worker
-          image: rayproject/ray:IMAGE
-"""
-
-
 def test_action_pull_changing_only_a_raycluster_is_analysed(tmp_path):
     """The Action's `rayservice-impact git` keeps a RayCluster file: analysed, not "no change"."""
-    repo, base, head = _repo(tmp_path, RAYCLUSTER.replace("IMAGE", "2.52.0"),
-                             RAYCLUSTER.replace("IMAGE", "2.53.0"))
+    repo, base, head = _repo(tmp_path, raycluster_yaml(image="2.52.0"), raycluster_yaml(image="2.53.0"))
     standin = GitHubStandIn(token=TOKEN)
     with running_server(standin.app, ready_path=None) as url:
         run = _run_action(repo, tmp_path, url, base, head)

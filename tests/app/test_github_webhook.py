@@ -22,6 +22,7 @@ from github_helpers import (
     payload,
     payload_bytes,
     post_event,
+    raycluster_yaml,
     settle,
     signed_headers,
     statuses_for,
@@ -397,42 +398,13 @@ def test_webhook_accepts_payloads_up_to_githubs_25_mb_cap():
     assert gh.calls == []
 
 
-RAYCLUSTER = """\
-apiVersion: ray.io/v1
-kind: RayCluster
-metadata:
-  name: raycluster-batch
-spec:
-  rayVersion: "2.52.0"
-  headGroupSpec:
-    rayStartParams: {}
-    template:
-      spec:
-        containers:
-        - name: ray-head
-          image: rayproject/ray:2.52.0
-  workerGroupSpecs:
-  - groupName: workers
-    replicas: REPLICAS
-    minReplicas: 1
-    maxReplicas: 5
-    rayStartParams: {}
-    template:
-      spec:
-        containers:
-        - name: ray-worker
-          image: rayproject/ray:2.52.0
-"""
-
-
 @pytest.mark.parametrize("render", ["auto", "none"])
 def test_webhook_pull_changing_only_a_raycluster_is_analysed(render):
     """A RayCluster file is a change to analyse, not "no change": rendered from the tarballs
     (plain files pass the kind hint) or read as the changed files."""
     with github_service(render=render) as (url, gh):
         gh.add_pull(OWNER, REPO, NUMBER, BASE_SHA, HEAD_SHA,
-                    {"k8s/raycluster.yaml": (RAYCLUSTER.replace("REPLICAS", "1"),
-                                             RAYCLUSTER.replace("REPLICAS", "2")),
+                    {"k8s/raycluster.yaml": (raycluster_yaml(replicas=1), raycluster_yaml(replicas=2)),
                      "README.md": ("a", "b")})
         post_event(url, "pull_request", payload_bytes("pull_request.opened.repo-webhook.json"))
         wait_for(lambda: gh.statuses, what="a status")
