@@ -51,9 +51,7 @@ from typing import Any
 
 import diffing
 from diffing import capacity as cap
-from diffing.live import live_key
-from diffing.loading import Limits
-from diffing.manifests import Texts, collect_all
+from diffing.manifests import Texts
 from diffing.quantity import Quantity, QuantityError
 
 from .clients.kubernetes import KubeReader, KubernetesError, connect, kubeconfig_paths
@@ -332,8 +330,8 @@ def live_targets(texts: Texts, source: str = "after") -> dict[str, dict[str, Any
     A RayCluster a RayService or RayJob owns is not one (:func:`diffing.manifests.analysed_kind`).
     Raises :class:`diffing.DiffingError` on a text that cannot be read.
     """
-    found, _, _ = collect_all(texts, source, Limits())
-    return {live_key(ident): m.obj for ident, m in found.items() if ident[0] in LIVE_KINDS}
+    return {key: obj for key, obj in diffing.live_objects(texts, source).items()
+            if parse_key(key)[0] in LIVE_KINDS}
 
 
 MAX_NAMESPACES = 16  # namespaces one request may make the live basis read

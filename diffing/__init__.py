@@ -14,7 +14,7 @@ from .kuberay import SUPPORTED as SUPPORTED_VERSIONS
 from .kuberay import Category
 from .live import LiveCluster
 from .loading import Limits
-from .manifests import Source, rayservice_objects, strip_server_fields
+from .manifests import Source, live_objects, strip_server_fields
 from .policy import Policy
 from .render.markdown import render_markdown
 from .report import Capacity, Change, Finding, Report, ResourceReport
@@ -37,7 +37,7 @@ __all__ = [
     "UnsupportedVersionError",
     "analyze",
     "cluster_divergence",
-    "rayservice_objects",
+    "live_objects",
     "render_markdown",
     "strip_server_fields",
 ]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ManifestError
+from .live import live_key
 from .loading import Document, Limits, load_documents
 from .paths import Path
 from .schema import SchemaSet
@@ -236,10 +237,11 @@ def changed_others(before: dict[ObjectKey, Any], after: dict[ObjectKey, Any]) ->
     return dict(sorted(counts.items()))
 
 
-def rayservice_objects(texts: Texts, source: str = "after") -> dict[str, dict[str, Any]]:
-    """The RayServices of ``texts`` by ``"namespace/name"`` (for a caller that looks them up live)."""
+def live_objects(texts: Texts, source: str = "after") -> dict[str, dict[str, Any]]:
+    """Every analysed object of ``texts`` by its live key (:func:`diffing.live.live_key`), for a
+    caller that looks them up in the cluster."""
     found, _, _ = collect_all(texts, source, Limits())
-    return {f"{ns}/{name}": m.obj for (kind, ns, name), m in found.items() if kind == "RayService"}
+    return {live_key(ident): m.obj for ident, m in found.items()}
 
 
 def crd_schemas(crd_text: str) -> SchemaSet:
