@@ -11,6 +11,7 @@ The composed nodes are kept, so a path can be turned back into a line number.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,7 +50,8 @@ def _json_key(key: Any) -> str:
 _STR, _INT, _NULL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:null"
 _MERGE = "tag:yaml.org,2002:merge"
 _SEQ, _MAP = "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
-_TAGS: dict[tuple[str, Any], str] = {}  # (plain scalar, implicit) -> resolved tag
+_TAGS: dict[str, str] = {}  # plain scalar -> resolved tag
+_SCALAR, _SEQUENCE = yaml.ScalarNode, yaml.SequenceNode
 _TAG_CACHE = 16_384
 
 
@@ -58,22 +60,29 @@ class _Constructor(_Loader):  # type: ignore[misc, valid-type]
     stay two keys, where a Python dict would merge them), timestamps and binary as strings.
 
     The composer asks :meth:`resolve` for the tag of every plain scalar; manifests repeat the
-    same few hundred values (``cpu: "8"``, container names, ``true``), so each distinct
-    (value, implicit) pair is matched against PyYAML's regular expressions once (the answer
-    depends on nothing else: this class adds no implicit resolver and no path resolver).
+    same few hundred values (``cpu: "8"``, container names, ``true``), so each distinct plain
+    scalar is matched against PyYAML's regular expressions once (the answer depends on its text
+    alone: this class adds no implicit resolver and no path resolver); a quoted one is a string.
     """
 
+    # PyYAML's composer (the C one too) calls these two around every node to track paths for
+    # path resolvers; this class has none, so a C builtin that ignores its arguments stands in
+    # for a Python call that returns at once.
+    descend_resolver = staticmethod(operator.is_)  # (parent node, index) -> ignored
+    ascend_resolver = staticmethod(tuple)  # () -> ignored
+
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        if kind is yaml.ScalarNode:
-            key = (value, implicit)
-            tag = _TAGS.get(key)
-            if tag is None:
+        if kind is _SCALAR:
+            if not implicit[0]:  # quoted, or tagged "!": no implicit resolver applies
+                return _STR
+            tag = _TAGS.get(value)
+            if tag is None:  # a plain scalar's tag depends on its text alone
                 tag = super().resolve(kind, value, implicit)
                 if len(_TAGS) >= _TAG_CACHE:
                     _TAGS.clear()  # bounded: hostile input cannot grow it without limit
-                _TAGS[key] = tag
+                _TAGS[value] = tag
             return tag
-        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        return _SEQ if kind is _SEQUENCE else _MAP
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
         if isinstance(node, yaml.MappingNode):

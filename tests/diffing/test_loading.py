@@ -88,6 +88,18 @@ def test_load_keeps_timestamps_and_odd_keys_as_strings() -> None:
     assert load_value("t: 2024-01-02\n1: x\ntrue: y\n") == {"t": "2024-01-02", "1": "x", "true": "y"}
 
 
+def test_scalar_tags_follow_the_text_and_its_quoting_in_any_order() -> None:
+    # The tag of a plain scalar is remembered by its text across loads: a quoted scalar with
+    # the same text stays a string, before and after the plain one is seen.
+    text = "a: '8'\nb: 8\nd: \"true\"\ne: true\ng: [8, '8', true, 'true', ~, '~']\n"
+    want = {"a": "8", "b": 8, "d": "true", "e": True, "g": [8, "8", True, "true", None, "~"]}
+    assert load_value(text) == want
+    assert load_value(text) == want
+    reordered = "b: 8\na: '8'\ne: true\nd: \"true\"\n"
+    assert load_value(reordered) == {"b": 8, "a": "8", "e": True, "d": "true"}
+    assert [type(v) for v in load_value(reordered).values()] == [int, str, bool, str]
+
+
 def test_load_value_rejects_several_documents() -> None:
     with pytest.raises(ManifestError, match="expected one YAML document"):
         load_value("a: 1\n---\nb: 2\n")
