@@ -122,8 +122,9 @@ class GoTypes:
                 return _plain(value)
             out: dict[str, Any] = {}
             fields = self._fields.get(elem or "", {})
+            kids = schemas.children(sch) if sch is not None else None
             for key, ft in fields.items():
-                child = schemas.child(sch, key) if sch is not None else None
+                child = kids[key] if kids is not None else None
                 if sch is not None and child is None:
                     v = ABSENT  # the API server pruned it
                 else:
@@ -185,8 +186,9 @@ def same_encoding(types: GoTypes, before: Any, after: Any, t: TypeDesc | None, s
     d = types.deref(t)
     if d is not None and type(before) is dict and type(after) is dict:
         if d[0] == "struct":
+            kids = schemas.children(sch) if sch is not None else None
             for key, ft in types._fields.get(d[3] or "", {}).items():
-                child = schemas.child(sch, key) if sch is not None else None
+                child = kids[key] if kids is not None else None
                 if sch is not None and child is None:
                     continue  # pruned on both sides
                 if not same_encoding(types, before.get(key, ABSENT), after.get(key, ABSENT), ft, schemas,

@@ -150,6 +150,7 @@ def canonical(raw: object) -> str:
     return Quantity.parse(raw).canonical()
 
 
+@lru_cache(maxsize=4096)  # the same few sums are shown in every phase of a report
 def format_amount(value: Fraction, binary: bool) -> str:
     """A readable canonical string for a computed sum (``Gi`` family for memory)."""
     return Quantity(value, BINARY_SI if binary else DECIMAL_SI).canonical()

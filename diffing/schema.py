@@ -37,7 +37,11 @@ class SchemaSet:
         doc = json.loads(schema_json)
         self._defs: dict[str, Schema] = doc["defs"]
         self.versions: dict[str, Schema] = doc["versions"]
-        self._children: dict[tuple[int, str | None], tuple[Any, Schema | None]] = {}
+        self._init_memos()
+
+    def _init_memos(self) -> None:
+        self._kids: dict[int, _Kids] = {}
+        self._budget = _MEMO_ENTRIES  # child answers the memos may still keep
         self._checks: dict[int, tuple[Schema, Checks]] = {}
         self._fills: dict[int, tuple[Schema, Any]] = {}
 
@@ -47,9 +51,7 @@ class SchemaSet:
         self = cls.__new__(cls)
         self._defs = {}
         self.versions = versions
-        self._children = {}
-        self._checks = {}
-        self._fills = {}
+        self._init_memos()
         return self
 
     def root(self, api_version: str) -> Schema | None:
@@ -63,18 +65,23 @@ class SchemaSet:
     def child(self, node: Schema | None, seg: Any) -> Schema | None:
         """The schema of ``seg`` below ``node``; ``None`` when the field is unknown (pruned).
 
-        Memoised per (node, field): the walks ask the same few hundred questions for every
-        worker group. The entry keeps ``node`` alive, so its ``id`` cannot be reused.
+        A field name (``str``) names a property; anything else (a list index) the items.
         """
-        key = (id(node), seg if isinstance(seg, str) else None)
-        cache = self._children
-        hit = cache.get(key)
-        if hit is not None and hit[0] is node:
-            return hit[1]
-        found = self._child(node, seg)
-        if len(cache) < 65_536:
-            cache[key] = (node, found)
-        return found
+        return self.children(node)[seg if type(seg) is str else None]
+
+    def children(self, node: Schema | None) -> _Kids:
+        """The memo of ``node``'s children: ``kids[field]`` is :meth:`child`, ``kids[None]`` the
+        items. The walks ask the same few hundred questions for every worker group, so a loop
+        over a mapping's keys takes the memo once and indexes it per key. The entry keeps
+        ``node`` alive, so its ``id`` cannot be reused.
+        """
+        kids = self._kids.get(id(node))
+        if kids is not None and kids.node is node:
+            return kids
+        kids = _Kids(self, node)
+        if self._budget > 0:
+            self._kids[id(node)] = kids
+        return kids
 
     def checks(self, node: Schema) -> Checks:
         """The compiled :class:`Checks` of a (resolved) node, memoised like :meth:`child`."""
@@ -147,9 +154,9 @@ class SchemaSet:
             return value
         if is_object and isinstance(value, dict):
             out: dict[str, Any] = {}
-            child_of, info = self.child, self._fill_info
+            kids, info = self.children(node), self._fill_info
             for key, item in value.items():
-                child = child_of(node, key)
+                child = kids[key]
                 if child is None:
                     continue  # pruned
                 if item is None and not child.get("nullable"):
@@ -180,6 +187,29 @@ class SchemaSet:
         found = (skip, node.get("type", "object") == "object", tuple(defaults), items)
         if len(self._fills) < 65_536:
             self._fills[id(node)] = (node, found)
+        return found
+
+
+_MEMO_ENTRIES = 65_536  # bounded: a text's unknown keys cannot grow the memos without limit
+
+
+class _Kids(dict[Any, "Schema | None"]):
+    """Field -> child schema of one node (see :meth:`SchemaSet.children`), filled on first ask."""
+
+    __slots__ = ("schemas", "node", "checks")
+
+    def __init__(self, schemas: SchemaSet, node: Schema | None) -> None:
+        super().__init__()
+        self.schemas = schemas
+        self.node = node
+        self.checks: Checks | None = None  # the node's Checks, once validate asked
+
+    def __missing__(self, key: Any) -> Schema | None:
+        schemas = self.schemas
+        found = schemas._child(self.node, key)
+        if schemas._budget > 0:
+            schemas._budget -= 1
+            self[key] = found
         return found
 
 
@@ -223,14 +253,50 @@ def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (
     if errors is None:
         errors = []
     node = schemas.resolve(node)
-    if node is None or len(errors) >= limit:
-        return errors
-    if value is None:
-        return errors  # a null is dropped before validation (or allowed: nullable)
-    c = schemas.checks(node)
+    # A null is dropped before validation (or allowed: nullable).
+    if node is not None and value is not None and len(errors) < limit:
+        _validate(schemas, value, node, path, errors, limit, unknown)
+    return errors
+
+
+def _validate(schemas: SchemaSet, value: Any, node: Schema, path: Path, errors: list[tuple[Path, str]],
+              limit: int, unknown: list[Path] | None) -> None:
+    """:func:`validate` below the root: ``node`` resolved (as every memoised child is), ``value``
+    not null, room left for errors."""
+    kids = schemas.children(node)
+    c = kids.checks
+    if c is None:
+        c = kids.checks = schemas.checks(node)
     if c.type_ok is not None and not c.type_ok(value):
         errors.append((path, f"must be {c.want}, found {_type_name(value)} {_short(value)}"))
-        return errors
+        return
+    if c.constrained:
+        _value_checks(c, value, node, path, errors)
+    if type(value) is dict:
+        for req in c.required:
+            if _missing(schemas, node, value, req):
+                errors.append((path + (req,), "required field is missing"))
+        for key, item in value.items():
+            child = kids[key]
+            if child is not None:
+                if item is not None and len(errors) < limit:
+                    _validate(schemas, item, child, path + (key,), errors, limit, unknown)
+            elif unknown is not None and len(unknown) < limit:
+                unknown.append(path + (key,))
+    elif type(value) is list:
+        items = c.items
+        if items is not None:
+            for i, item in enumerate(value):
+                if item is not None and len(errors) < limit:
+                    _validate(schemas, item, items, path + (i,), errors, limit, unknown)
+        if c.list_type == "map" and items is not None:
+            _unique_keys(schemas, value, items, c.map_keys, path, errors)
+        elif c.list_type == "set":
+            _unique_items(value, path, errors)
+
+
+def _value_checks(c: Checks, value: Any, node: Schema, path: Path, errors: list[tuple[Path, str]]) -> None:
+    """enum, bounds, integer formats, string lengths, pattern and the CEL ``self in [...]``."""
     if c.enum is not None and value not in c.enum:
         errors.append((path, f"must be one of {', '.join(map(str, c.enum))}; found {value!r}"))
     if c.numeric and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -250,29 +316,6 @@ def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (
     for allowed, message in c.one_of:
         if value not in allowed:
             errors.append((path, message or f"must be one of {allowed}"))
-    if type(value) is dict:
-        for req in c.required:
-            if _missing(schemas, node, value, req):
-                errors.append((path + (req,), "required field is missing"))
-        child_of = schemas.child
-        for key, item in value.items():
-            child = child_of(node, key)
-            if child is not None:
-                if item is not None:
-                    validate(schemas, item, child, path + (key,), errors, limit, unknown)
-            elif unknown is not None and len(unknown) < limit:
-                unknown.append(path + (key,))
-    elif type(value) is list:
-        items = c.items
-        if items is not None:
-            for i, item in enumerate(value):
-                if item is not None:
-                    validate(schemas, item, items, path + (i,), errors, limit, unknown)
-        if c.list_type == "map" and items is not None:
-            _unique_keys(schemas, value, items, c.map_keys, path, errors)
-        elif c.list_type == "set":
-            _unique_items(value, path, errors)
-    return errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +338,7 @@ class Checks:
     items: Schema | None
     list_type: str | None
     map_keys: tuple[str, ...]
+    constrained: bool = False  # any of enum .. one_of: the value itself is checked
 
 
 def compile_checks(schemas: SchemaSet, node: Schema) -> Checks:
@@ -312,17 +356,20 @@ def compile_checks(schemas: SchemaSet, node: Schema) -> Checks:
             allowed = [s.strip().strip("'\"") for s in m.group(1).split(",")]
             one_of.append((allowed, rule.get("message") or ""))
     items = schemas.resolve(node.get("items")) if isinstance(node.get("items"), dict) else None
+    numeric = any(k in node for k in ("minimum", "maximum", "format"))
+    textual = any(k in node for k in ("maxLength", "minLength", "pattern"))
     return Checks(
         type_ok=type_ok, want=want, enum=node.get("enum"),
-        numeric=any(k in node for k in ("minimum", "maximum", "format")),
+        numeric=numeric,
         minimum=node.get("minimum"), maximum=node.get("maximum"),
         int_range=_INT_RANGES.get(node.get("format", "")),
-        textual=any(k in node for k in ("maxLength", "minLength", "pattern")),
+        textual=textual,
         max_length=node.get("maxLength"), min_length=node.get("minLength"),
         pattern=_pattern(node["pattern"]) if "pattern" in node else None,
         one_of=tuple(one_of), required=tuple(node.get("required", ())), items=items,
         list_type=node.get("x-kubernetes-list-type"),
-        map_keys=tuple(node.get("x-kubernetes-list-map-keys") or ()))
+        map_keys=tuple(node.get("x-kubernetes-list-map-keys") or ()),
+        constrained=bool(node.get("enum") is not None or numeric or textual or one_of))
 
 
 def _INT_OR_STRING(v: Any) -> bool:  # noqa: N802 - a constant predicate
@@ -370,7 +417,9 @@ def _unique_keys(schemas: SchemaSet, value: list[Any], items: Schema, keys: Any,
         key = _key_of(schemas, item, items, keys)
         if key is None:
             continue
-        hashable = tuple(json.dumps(k, sort_keys=True) for k in key)
+        # Equal as JSON values: a string stands for itself, wrapped so that it cannot meet the
+        # JSON text of another type (80 and "80" are two keys; 1 and True too).
+        hashable = tuple((k,) if type(k) is str else json.dumps(k, sort_keys=True) for k in key)
         if hashable in seen:
             shown = ", ".join(f"{k}={v}" for k, v in zip(keys, key, strict=True))
             errors.append((path + (i,), f"duplicate entry ({shown}; also item {seen[hashable]}): the list "

@@ -24,6 +24,7 @@ alone makes the operator reject the object. Rules read the object as the API ser
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from . import clusterchecks as cc
@@ -296,6 +297,7 @@ NOT_APPLICABLE = {
 }
 
 
+@lru_cache(maxsize=32)  # RULES is constant: the selection is the same on every analysis
 def rules_for_minor(minor: tuple[int, int], scope: str = "rayservice") -> tuple[OperatorRule, ...]:
     return tuple(r for r in RULES if r.scope == scope and r.applies_to(minor))
 

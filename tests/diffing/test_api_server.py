@@ -146,3 +146,22 @@ def test_validate_sees_defaults_without_building_the_defaulted_object() -> None:
     spec["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]["containers"].append({"name": "w"})
     assert [m for _, m in validate(SCHEMAS, spec, SPEC, ("spec",))] == [
         "duplicate entry (name=w; also item 0): the list is keyed by name"]
+
+
+def test_list_map_keys_compare_as_json_values() -> None:
+    # env is keyed by name: "1" twice is a duplicate; ports by containerPort + protocol, where
+    # a port written as text is another key than the number (and fails the integer type).
+    def spec_with(container: dict) -> dict:
+        return {"rayClusterConfig": {"headGroupSpec": {"template": {"spec": {"containers": [container]}}}}}
+
+    env = [{"name": "1", "value": "a"}, {"name": "1", "value": "b"}]
+    assert [m for _, m in validate(SCHEMAS, spec_with({"name": "h", "env": env}), SPEC, ("spec",))] == [
+        "duplicate entry (name=1; also item 0): the list is keyed by name"]
+    ports = [{"containerPort": 80}, {"containerPort": "80"}, {"containerPort": 80, "protocol": "UDP"}]
+    messages = [m for _, m in validate(SCHEMAS, spec_with({"name": "h", "ports": ports}), SPEC, ("spec",))]
+    assert not any(m.startswith("duplicate entry") for m in messages)
+    assert any("must be integer" in m for m in messages)
+    ports.append({"containerPort": 80, "protocol": "TCP"})
+    messages = [m for _, m in validate(SCHEMAS, spec_with({"name": "h", "ports": ports}), SPEC, ("spec",))]
+    assert "duplicate entry (containerPort=80, protocol=TCP; also item 0): the list is keyed by " \
+           "containerPort, protocol" in messages
