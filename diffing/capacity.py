@@ -100,7 +100,8 @@ def pod_resources(pod_spec: Any, *, sidecar: Amounts | None = None,
         inits.append(injected_init)
     for init in inits:
         for k, v in init.items():
-            if v > total.get(k, Fraction(0)):
+            current = total.get(k)
+            if (v > current) if current is not None else v.numerator > 0:
                 total[k] = v
     return total
 
@@ -214,7 +215,8 @@ def render_amounts(amounts: Mapping[str, Fraction], accelerators: Iterable[str] 
     keys = sorted(amounts, key=lambda k: (not accel[k], k not in ("cpu", "memory"), k))
     for k in keys:
         v = amounts[k]
-        if v < 0 or (v == 0 and not keep_zero):
+        sign = v.numerator  # the sign of a Fraction (or int) without Fraction's comparison machinery
+        if sign < 0 or (sign == 0 and not keep_zero):
             continue
         if accel[k]:
             out[k] = math.ceil(v)
@@ -230,7 +232,7 @@ def is_bytes(name: str) -> bool:
 
 
 def positive(amounts: Mapping[str, Fraction]) -> Amounts:
-    return {k: v for k, v in amounts.items() if v > 0}
+    return {k: v for k, v in amounts.items() if v.numerator > 0}
 
 
 

@@ -17,6 +17,9 @@ from typing import Any
 from .paths import Path
 
 Schema = dict[str, Any]
+# What default_fill does at a node: (nothing to fill below, an object node, its properties
+# with a default, its items).
+Fill = tuple[bool, bool, tuple[tuple[str, Schema], ...], Schema | None]
 
 _TYPE_CHECKS = {
     "object": lambda v: isinstance(v, dict),
@@ -43,7 +46,6 @@ class SchemaSet:
         self._kids: dict[int, _Kids] = {}
         self._budget = _MEMO_ENTRIES  # child answers the memos may still keep
         self._checks: dict[int, tuple[Schema, Checks]] = {}
-        self._fills: dict[int, tuple[Schema, Any]] = {}
 
     @classmethod
     def from_versions(cls, versions: dict[str, Schema]) -> SchemaSet:
@@ -147,35 +149,38 @@ class SchemaSet:
         defaulted view feeds capacity and findings, which read known fields only.
         """
         node = self.resolve(node)
-        if node is None:
-            return value
-        skip, is_object, defaults, items = self._fill_info(node)
+        return value if node is None else self._fill(value, self.children(node))
+
+    def _fill(self, value: Any, kids: _Kids) -> Any:
+        """:meth:`default_fill` at a resolved node, given by its memo."""
+        skip, is_object, defaults, items = kids.fill or self._fill_info(kids)
         if skip:
             return value
-        if is_object and isinstance(value, dict):
+        if is_object and type(value) is dict:
             out: dict[str, Any] = {}
-            kids, info = self.children(node), self._fill_info
+            children = self.children
             for key, item in value.items():
                 child = kids[key]
                 if child is None:
                     continue  # pruned
                 if item is None and not child.get("nullable"):
                     continue
-                out[key] = item if info(child)[0] else self.default_fill(item, child)
-            for key, sub in defaults:
+                sub = children(child)
+                out[key] = item if (sub.fill or self._fill_info(sub))[0] else self._fill(item, sub)
+            for key, sub_node in defaults:
                 if key not in out:
-                    out[key] = self.default_fill(_copy(sub["default"]), sub)
+                    out[key] = self._fill(_copy(sub_node["default"]), children(sub_node))
             return out
-        if items is not None and isinstance(value, list):
-            return [self.default_fill(v, items) for v in value]
+        if items is not None and type(value) is list:
+            sub = self.children(items)
+            return [self._fill(v, sub) for v in value]
         return value
 
-    def _fill_info(self, node: Schema) -> tuple[bool, bool, tuple[tuple[str, Schema], ...], Schema | None]:
+    def _fill_info(self, kids: _Kids) -> Fill:
         """(nothing to fill below, an object node, its properties with a default, its items)
-        of a resolved node, read once."""
-        hit = self._fills.get(id(node))
-        if hit is not None and hit[0] is node:
-            return hit[1]
+        of a resolved node, read once into its memo."""
+        node = kids.node
+        assert node is not None
         skip = bool(node.get("x-kubernetes-preserve-unknown-fields") and "properties" not in node) \
             or not self.has_defaults(node)
         defaults = []
@@ -184,10 +189,8 @@ class SchemaSet:
             if sub is not None and "default" in sub:
                 defaults.append((key, sub))
         items = self.resolve(node["items"]) if isinstance(node.get("items"), dict) else None
-        found = (skip, node.get("type", "object") == "object", tuple(defaults), items)
-        if len(self._fills) < 65_536:
-            self._fills[id(node)] = (node, found)
-        return found
+        kids.fill = (skip, node.get("type", "object") == "object", tuple(defaults), items)
+        return kids.fill
 
 
 _MEMO_ENTRIES = 65_536  # bounded: a text's unknown keys cannot grow the memos without limit
@@ -196,13 +199,14 @@ _MEMO_ENTRIES = 65_536  # bounded: a text's unknown keys cannot grow the memos w
 class _Kids(dict[Any, "Schema | None"]):
     """Field -> child schema of one node (see :meth:`SchemaSet.children`), filled on first ask."""
 
-    __slots__ = ("schemas", "node", "checks")
+    __slots__ = ("schemas", "node", "checks", "fill")
 
     def __init__(self, schemas: SchemaSet, node: Schema | None) -> None:
         super().__init__()
         self.schemas = schemas
         self.node = node
         self.checks: Checks | None = None  # the node's Checks, once validate asked
+        self.fill: Fill | None = None  # what default_fill does here, once it asked
 
     def __missing__(self, key: Any) -> Schema | None:
         schemas = self.schemas
@@ -417,9 +421,10 @@ def _unique_keys(schemas: SchemaSet, value: list[Any], items: Schema, keys: Any,
         key = _key_of(schemas, item, items, keys)
         if key is None:
             continue
-        # Equal as JSON values: a string stands for itself, wrapped so that it cannot meet the
-        # JSON text of another type (80 and "80" are two keys; 1 and True too).
-        hashable = tuple((k,) if type(k) is str else json.dumps(k, sort_keys=True) for k in key)
+        # Equal as JSON values: a string or an int stands for itself (a string wrapped, so that
+        # it cannot meet the JSON text of another type: 80 and "80" are two keys, 1 and true too).
+        hashable = tuple((k,) if type(k) is str else k if type(k) is int else json.dumps(k, sort_keys=True)
+                         for k in key)
         if hashable in seen:
             shown = ", ".join(f"{k}={v}" for k, v in zip(keys, key, strict=True))
             errors.append((path + (i,), f"duplicate entry ({shown}; also item {seen[hashable]}): the list "

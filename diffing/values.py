@@ -10,7 +10,9 @@ EMPTY: Mapping[str, Any] = {}
 
 def mapping(value: Any) -> Mapping[str, Any]:
     # Manifests hold plain dicts: test that first (an ABC isinstance is several times slower).
-    return value if type(value) is dict or isinstance(value, Mapping) else EMPTY
+    if type(value) is dict:
+        return value
+    return EMPTY if value is None or not isinstance(value, Mapping) else value
 
 
 def seq(value: Any) -> list[Any]:
