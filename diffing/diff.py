@@ -112,12 +112,13 @@ class Differ:
 
     def _dicts(self, b: dict[str, Any], a: dict[str, Any], path: Path, sch: Schema | None,
                t: TypeDesc | None, out: list[Difference]) -> None:
-        kids = self.schemas.children(sch) if sch is not None else None
+        memo = self.schemas.memo(sch) if sch is not None else None
         for key in list(b) + [k for k in a if k not in b]:
             bv, av = b.get(key, ABSENT), a.get(key, ABSENT)
             if _same(bv, av):
                 continue
-            child_sch = kids[key] if kids is not None else None
+            sub = memo[key] if memo is not None else None
+            child_sch = None if sub is None else sub.node
             child_t = self.gotypes.field(t, key) if t is not None else None
             if sch is not None and child_sch is None:
                 kind = "added" if bv is ABSENT else "removed" if av is ABSENT else "modified"

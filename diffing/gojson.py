@@ -122,9 +122,10 @@ class GoTypes:
                 return _plain(value)
             out: dict[str, Any] = {}
             fields = self._fields.get(elem or "", {})
-            kids = schemas.children(sch) if sch is not None else None
+            memo = schemas.memo(sch) if sch is not None else None
             for key, ft in fields.items():
-                child = kids[key] if kids is not None else None
+                sub = memo[key] if memo is not None else None
+                child = None if sub is None else sub.node
                 if sch is not None and child is None:
                     v = ABSENT  # the API server pruned it
                 else:
@@ -186,9 +187,10 @@ def same_encoding(types: GoTypes, before: Any, after: Any, t: TypeDesc | None, s
     d = types.deref(t)
     if d is not None and type(before) is dict and type(after) is dict:
         if d[0] == "struct":
-            kids = schemas.children(sch) if sch is not None else None
+            memo = schemas.memo(sch) if sch is not None else None
             for key, ft in types._fields.get(d[3] or "", {}).items():
-                child = kids[key] if kids is not None else None
+                sub = memo[key] if memo is not None else None
+                child = None if sub is None else sub.node
                 if sch is not None and child is None:
                     continue  # pruned on both sides
                 if not same_encoding(types, before.get(key, ABSENT), after.get(key, ABSENT), ft, schemas,

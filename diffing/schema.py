@@ -18,8 +18,8 @@ from .paths import Path
 
 Schema = dict[str, Any]
 # What default_fill does at a node: (nothing to fill below, an object node, its properties
-# with a default, its items).
-Fill = tuple[bool, bool, tuple[tuple[str, Schema], ...], Schema | None]
+# with a default, its items), the last two as memos.
+Fill = tuple[bool, bool, tuple[tuple[str, "Memo"], ...], "Memo | None"]
 
 _TYPE_CHECKS = {
     "object": lambda v: isinstance(v, dict),
@@ -43,7 +43,7 @@ class SchemaSet:
         self._init_memos()
 
     def _init_memos(self) -> None:
-        self._kids: dict[int, _Kids] = {}
+        self._memos: dict[int, Memo] = {}
         self._budget = _MEMO_ENTRIES  # child answers the memos may still keep
         self._checks: dict[int, tuple[Schema, Checks]] = {}
 
@@ -69,21 +69,24 @@ class SchemaSet:
 
         A field name (``str``) names a property; anything else (a list index) the items.
         """
-        return self.children(node)[seg if type(seg) is str else None]
+        if node is None:
+            return None
+        sub = self.memo(node)[seg if type(seg) is str else None]
+        return None if sub is None else sub.node
 
-    def children(self, node: Schema | None) -> _Kids:
-        """The memo of ``node``'s children: ``kids[field]`` is :meth:`child`, ``kids[None]`` the
-        items. The walks ask the same few hundred questions for every worker group, so a loop
-        over a mapping's keys takes the memo once and indexes it per key. The entry keeps
-        ``node`` alive, so its ``id`` cannot be reused.
+    def memo(self, node: Schema) -> Memo:
+        """The :class:`Memo` of a resolved ``node``. The walks ask the same few hundred questions
+        for every worker group, so they go down the memos rather than the schema: a loop over a
+        mapping's keys indexes its node's memo per key. The entry keeps ``node`` alive, so its
+        ``id`` cannot be reused.
         """
-        kids = self._kids.get(id(node))
-        if kids is not None and kids.node is node:
-            return kids
-        kids = _Kids(self, node)
+        memo = self._memos.get(id(node))
+        if memo is not None and memo.node is node:
+            return memo
+        memo = Memo(self, node)
         if self._budget > 0:
-            self._kids[id(node)] = kids
-        return kids
+            self._memos[id(node)] = memo
+        return memo
 
     def checks(self, node: Schema) -> Checks:
         """The compiled :class:`Checks` of a (resolved) node, memoised like :meth:`child`."""
@@ -149,72 +152,70 @@ class SchemaSet:
         defaulted view feeds capacity and findings, which read known fields only.
         """
         node = self.resolve(node)
-        return value if node is None else self._fill(value, self.children(node))
+        return value if node is None else self._fill(value, self.memo(node))
 
-    def _fill(self, value: Any, kids: _Kids) -> Any:
+    def _fill(self, value: Any, memo: Memo) -> Any:
         """:meth:`default_fill` at a resolved node, given by its memo."""
-        skip, is_object, defaults, items = kids.fill or self._fill_info(kids)
+        skip, is_object, defaults, items = memo.fill or self._fill_info(memo)
         if skip:
             return value
         if is_object and type(value) is dict:
             out: dict[str, Any] = {}
-            children = self.children
             for key, item in value.items():
-                child = kids[key]
-                if child is None:
+                sub = memo[key]
+                if sub is None:
                     continue  # pruned
-                if item is None and not child.get("nullable"):
+                if item is None and not sub.node.get("nullable"):
                     continue
-                sub = children(child)
                 out[key] = item if (sub.fill or self._fill_info(sub))[0] else self._fill(item, sub)
-            for key, sub_node in defaults:
+            for key, sub in defaults:
                 if key not in out:
-                    out[key] = self._fill(_copy(sub_node["default"]), children(sub_node))
+                    out[key] = self._fill(_copy(sub.node["default"]), sub)
             return out
         if items is not None and type(value) is list:
-            sub = self.children(items)
-            return [self._fill(v, sub) for v in value]
+            return [self._fill(v, items) for v in value]
         return value
 
-    def _fill_info(self, kids: _Kids) -> Fill:
-        """(nothing to fill below, an object node, its properties with a default, its items)
-        of a resolved node, read once into its memo."""
-        node = kids.node
-        assert node is not None
+    def _fill_info(self, memo: Memo) -> Fill:
+        """What :meth:`default_fill` does at a node, read once into its memo."""
+        node = memo.node
         skip = bool(node.get("x-kubernetes-preserve-unknown-fields") and "properties" not in node) \
             or not self.has_defaults(node)
         defaults = []
-        for key, sub in (node.get("properties") or {}).items():
-            sub = self.resolve(sub)
-            if sub is not None and "default" in sub:
+        for key in node.get("properties") or {}:
+            sub = memo[key]
+            if sub is not None and "default" in sub.node:
                 defaults.append((key, sub))
-        items = self.resolve(node["items"]) if isinstance(node.get("items"), dict) else None
-        kids.fill = (skip, node.get("type", "object") == "object", tuple(defaults), items)
-        return kids.fill
+        memo.fill = (skip, node.get("type", "object") == "object", tuple(defaults), memo[None])
+        return memo.fill
 
 
 _MEMO_ENTRIES = 65_536  # bounded: a text's unknown keys cannot grow the memos without limit
 
 
-class _Kids(dict[Any, "Schema | None"]):
-    """Field -> child schema of one node (see :meth:`SchemaSet.children`), filled on first ask."""
+class Memo(dict[Any, "Memo | None"]):
+    """One resolved schema node (``node``) and the answers the walks need from it, each read once:
+    ``memo[field]`` is the memo of the field's schema (``None``: an unknown field, pruned),
+    ``memo[None]`` the items'; ``checks`` (:func:`validate`) and ``fill`` (:meth:`default_fill`)
+    are filled on first use. See :meth:`SchemaSet.memo`."""
 
     __slots__ = ("schemas", "node", "checks", "fill")
 
-    def __init__(self, schemas: SchemaSet, node: Schema | None) -> None:
+    def __init__(self, schemas: SchemaSet, node: Schema) -> None:
         super().__init__()
         self.schemas = schemas
         self.node = node
         self.checks: Checks | None = None  # the node's Checks, once validate asked
         self.fill: Fill | None = None  # what default_fill does here, once it asked
 
-    def __missing__(self, key: Any) -> Schema | None:
+    def __missing__(self, key: Any) -> Memo | None:
         schemas = self.schemas
         found = schemas._child(self.node, key)
+        sub = None if found is None else schemas.memo(found)
         if schemas._budget > 0:
             schemas._budget -= 1
-            self[key] = found
-        return found
+            self[key] = sub
+        return sub
 
 
 def _copy(value: Any) -> Any:
@@ -259,18 +260,18 @@ def validate(schemas: SchemaSet, value: Any, node: Schema | None, path: Path = (
     node = schemas.resolve(node)
     # A null is dropped before validation (or allowed: nullable).
     if node is not None and value is not None and len(errors) < limit:
-        _validate(schemas, value, node, path, errors, limit, unknown)
+        _validate(schemas, value, schemas.memo(node), path, errors, limit, unknown)
     return errors
 
 
-def _validate(schemas: SchemaSet, value: Any, node: Schema, path: Path, errors: list[tuple[Path, str]],
+def _validate(schemas: SchemaSet, value: Any, memo: Memo, path: Path, errors: list[tuple[Path, str]],
               limit: int, unknown: list[Path] | None) -> None:
-    """:func:`validate` below the root: ``node`` resolved (as every memoised child is), ``value``
-    not null, room left for errors."""
-    kids = schemas.children(node)
-    c = kids.checks
+    """:func:`validate` below the root, at a node given by its memo: ``value`` not null, room
+    left for errors."""
+    node = memo.node
+    c = memo.checks
     if c is None:
-        c = kids.checks = schemas.checks(node)
+        c = memo.checks = schemas.checks(node)
     if c.type_ok is not None and not c.type_ok(value):
         errors.append((path, f"must be {c.want}, found {_type_name(value)} {_short(value)}"))
         return
@@ -281,20 +282,20 @@ def _validate(schemas: SchemaSet, value: Any, node: Schema, path: Path, errors: 
             if _missing(schemas, node, value, req):
                 errors.append((path + (req,), "required field is missing"))
         for key, item in value.items():
-            child = kids[key]
-            if child is not None:
+            sub = memo[key]
+            if sub is not None:
                 if item is not None and len(errors) < limit:
-                    _validate(schemas, item, child, path + (key,), errors, limit, unknown)
+                    _validate(schemas, item, sub, path + (key,), errors, limit, unknown)
             elif unknown is not None and len(unknown) < limit:
                 unknown.append(path + (key,))
     elif type(value) is list:
-        items = c.items
+        items = memo[None]
         if items is not None:
             for i, item in enumerate(value):
                 if item is not None and len(errors) < limit:
                     _validate(schemas, item, items, path + (i,), errors, limit, unknown)
         if c.list_type == "map" and items is not None:
-            _unique_keys(schemas, value, items, c.map_keys, path, errors)
+            _unique_keys(schemas, value, items.node, c.map_keys, path, errors)
         elif c.list_type == "set":
             _unique_items(value, path, errors)
 
@@ -339,7 +340,6 @@ class Checks:
     pattern: re.Pattern[str] | None
     one_of: tuple[tuple[list[str], str], ...]  # the stateless CEL rule: self in [...]
     required: tuple[str, ...]
-    items: Schema | None
     list_type: str | None
     map_keys: tuple[str, ...]
     constrained: bool = False  # any of enum .. one_of: the value itself is checked
@@ -359,7 +359,6 @@ def compile_checks(schemas: SchemaSet, node: Schema) -> Checks:
         if m:
             allowed = [s.strip().strip("'\"") for s in m.group(1).split(",")]
             one_of.append((allowed, rule.get("message") or ""))
-    items = schemas.resolve(node.get("items")) if isinstance(node.get("items"), dict) else None
     numeric = any(k in node for k in ("minimum", "maximum", "format"))
     textual = any(k in node for k in ("maxLength", "minLength", "pattern"))
     return Checks(
@@ -370,7 +369,7 @@ def compile_checks(schemas: SchemaSet, node: Schema) -> Checks:
         textual=textual,
         max_length=node.get("maxLength"), min_length=node.get("minLength"),
         pattern=_pattern(node["pattern"]) if "pattern" in node else None,
-        one_of=tuple(one_of), required=tuple(node.get("required", ())), items=items,
+        one_of=tuple(one_of), required=tuple(node.get("required", ())),
         list_type=node.get("x-kubernetes-list-type"),
         map_keys=tuple(node.get("x-kubernetes-list-map-keys") or ()),
         constrained=bool(node.get("enum") is not None or numeric or textual or one_of))
