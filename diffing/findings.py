@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 RCC: Path = ("spec", "rayClusterConfig")
 _TAG = re.compile(r":(?P<tag>[^/@:]+)$")
+_TAG_VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")  # 2.52.0-py311-gpu -> 2.52.0; 2.52 -> 2.52
 
 
 @dataclass(frozen=True)
@@ -323,7 +324,7 @@ def _ray_version(ctx: Context) -> Iterator[Finding]:
             if not m:
                 continue
             tag = m.group("tag")
-            tag_version = re.match(r"^(\d+\.\d+\.\d+)", tag) or re.match(r"^(\d+\.\d+)", tag)
+            tag_version = _TAG_VERSION.match(tag)
             if tag_version and not (version.startswith(tag_version.group(1))
                                     or tag_version.group(1).startswith(version)):
                 yield ctx.finding("warning", "ray-version-mismatch",

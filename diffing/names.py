@@ -86,7 +86,7 @@ def port_name(value: str) -> str | None:
         return "must be no more than 15 characters"
     if not _PORT_CHARS.fullmatch(value):
         return "must contain only a-z, 0-9 and '-'"
-    if not re.search(r"[a-z]", value):
+    if not any("a" <= ch <= "z" for ch in value):
         return "must contain at least one letter"
     if "--" in value:
         return "must not contain consecutive hyphens"
