@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from .diff import Differ, Difference
-from .gojson import ABSENT, GoTypes, TypeDesc, same_encoding, struct
+from .gojson import ABSENT, OMIT, GoTypes, TypeDesc, same_encoding, struct
 from .kuberay import VersionRules, schema_data
 from .manifests import Manifest
 from .paths import Path
@@ -42,6 +42,7 @@ class Engine:
         # The hash's muted paths, relative to rayClusterConfig (without its groups) and to a group.
         self._muted = (frozenset(p[2:] for p in patterns if p[2] != "workerGroupSpecs"),
                        frozenset(p[4:] for p in patterns if p[2:4] == ("workerGroupSpecs", "[]")))
+        self.cluster_muted = frozenset(rules.cluster_muted)  # a standalone RayCluster's hash
 
     # -- API server view -------------------------------------------------------------------
 
@@ -159,46 +160,65 @@ def cluster_differences(engine: Engine, b: Manifest, a: Manifest) -> list[Differ
 def recreate_hash_input(engine: Engine, spec: Any, api_version: str = "ray.io/v1") -> Any:
     """What ``GenerateHashWithoutReplicasAndWorkersToDelete`` serialises for a RayCluster.
 
-    The spec as the operator holds it (API-server defaults, then ``setDefaults``: a nil
-    ``rayStartParams`` becomes ``{}``, raycluster_controller.go:2422-2432), encoded the Go
-    way, with the muted fields cleared as utils/util.go:645-668 clears them: ``replicas``
-    (omitempty pointer: gone), ``minReplicas``/``maxReplicas`` (pointers without omitempty:
-    ``null``), ``workersToDelete``, tolerations, schedulingGates and ``upgradeStrategy``.
+    The spec as the operator holds it (API-server defaults, then ``setDefaults``), encoded the
+    Go way, with the fields utils/util.go:645-668 sets to nil after defaulting (the version's
+    ``cluster_muted`` paths: ``replicas``, ``minReplicas``/``maxReplicas``,
+    ``workersToDelete``, tolerations, schedulingGates, ``upgradeStrategy``) replaced by the
+    encoding of Go's nil for their type: left out for a pointer or slice with omitempty
+    (``replicas``), ``null`` for a pointer without it (``minReplicas``), ``{}`` for a struct
+    (``scaleStrategy``, whose only field is ``workersToDelete``).
     """
-    spec = dict(mapping(spec))
-    head = dict(mapping(spec.get("headGroupSpec")))
-    if head.get("rayStartParams") is None:
-        head["rayStartParams"] = {}
-    spec["headGroupSpec"] = head
-    groups = []
-    for g in seq(spec.get("workerGroupSpecs")):
-        if isinstance(g, dict) and g.get("rayStartParams") is None:
-            g = {**g, "rayStartParams": {}}
-        groups.append(g)
-    if "workerGroupSpecs" in spec:
-        spec["workerGroupSpecs"] = groups
-    sch = cluster_schema(engine, api_version)
-    encoded = engine.gotypes.encode(spec, engine.gotypes.root, engine.schemas, sch)
-    if not isinstance(encoded, dict):
-        return encoded
-    encoded.pop("upgradeStrategy", None)
-    _mute_pod(dig(encoded, "headGroupSpec", "template", "spec"))
-    for g in seq(encoded.get("workerGroupSpecs")):
-        if isinstance(g, dict):
-            g.pop("replicas", None)
-            g["minReplicas"] = None
-            g["maxReplicas"] = None
-            strategy = g.get("scaleStrategy")
-            if isinstance(strategy, dict):
-                strategy.pop("workersToDelete", None)
-            _mute_pod(dig(g, "template", "spec"))
+    types = engine.gotypes
+    encoded = types.encode(_operator_defaults(spec), types.root, engine.schemas,
+                           cluster_schema(engine, api_version))
+    for pattern in engine.rules.cluster_muted:
+        _clear(types, engine.schemas, encoded, types.root, pattern)
     return encoded
 
 
-def _mute_pod(pod_spec: Any) -> None:
-    if isinstance(pod_spec, dict):
-        pod_spec.pop("tolerations", None)
-        pod_spec.pop("schedulingGates", None)
+def _clear(types: GoTypes, schemas: SchemaSet, encoded: Any, t: TypeDesc | None,
+           pattern: tuple[str, ...]) -> None:
+    """Set the field ``pattern`` names (``"[]"``: in every list item) of an encoded value to the
+    encoding of Go's nil for its type (dropped when that is "left out")."""
+    key, rest = pattern[0], pattern[1:]
+    if key == "[]":
+        if type(encoded) is list:
+            for item in encoded:
+                _clear(types, schemas, item, types.element(t), rest)
+        return
+    if type(encoded) is not dict or key not in encoded:
+        return
+    ft = types.field(types.deref(t), key)
+    if rest:
+        _clear(types, schemas, encoded[key], ft, rest)
+        return
+    nil = types.encode(ABSENT, ft, schemas, None)
+    if nil is OMIT:
+        del encoded[key]
+    else:
+        encoded[key] = nil
+
+
+def cluster_hash_equal(engine: Engine, before: Any, after: Any, api_version: str = "ray.io/v1") -> bool:
+    """Whether two RayCluster specs give the same Recreate hash, encoding only where they differ
+    (:func:`~diffing.gojson.same_encoding`): equal encodings, equal hashes."""
+    return same_encoding(engine.gotypes, _operator_defaults(before), _operator_defaults(after),
+                         engine.gotypes.root, engine.schemas, cluster_schema(engine, api_version),
+                         engine.cluster_muted)
+
+
+def _operator_defaults(spec: Any) -> dict[str, Any]:
+    """``setDefaults`` before the hash: a nil ``rayStartParams`` becomes ``{}`` for the head and
+    every worker group (raycluster_controller.go:2422-2432). Copies only what it changes."""
+    spec = dict(mapping(spec))
+    head = mapping(spec.get("headGroupSpec"))
+    if head.get("rayStartParams") is None:
+        spec["headGroupSpec"] = {**head, "rayStartParams": {}}
+    if "workerGroupSpecs" in spec:
+        spec["workerGroupSpecs"] = [
+            {**g, "rayStartParams": {}} if type(g) is dict and g.get("rayStartParams") is None else g
+            for g in seq(spec["workerGroupSpecs"])]
+    return spec
 
 
 def go_json(value: Any) -> bytes:

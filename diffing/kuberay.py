@@ -281,6 +281,14 @@ class VersionRules:
         raise AssertionError("the catch-all rule matches every path")  # pragma: no cover
 
     @property
+    def cluster_muted(self) -> tuple[tuple[str, ...], ...]:
+        """The paths below a RayCluster's ``spec`` that its Recreate hash clears (the rules with
+        ``hashed=False`` below ``spec``), list items as ``"[]"``: ``("workerGroupSpecs", "[]",
+        "replicas")``. The hash reads nothing outside the spec."""
+        return tuple(r.pattern[1:] for r in self.cluster_rules
+                     if not r.hashed and r.pattern[:1] == ("spec",) and len(r.pattern) > 1)
+
+    @property
     def muted_patterns(self) -> tuple[tuple[str, ...], ...]:
         return tuple(r.pattern for r in self.rules
                      if r.category in MUTED and r.pattern[:2] == ("spec", "rayClusterConfig"))

@@ -30,10 +30,9 @@ from .engine import (
     Engine,
     cluster_defaulted,
     cluster_differences,
+    cluster_hash_equal,
     cluster_schema,
     recreate_hash,
-    recreate_hash_input,
-    same,
 )
 from .findings import duplicate_findings, located
 from .gojson import ABSENT
@@ -102,8 +101,8 @@ def analyze_cluster(engine: Engine, key: tuple[str, str], before: Manifest | Non
             if d.noop and engine.before_is_live:
                 continue  # the API server's own defaults in the live object, not a change
             w.changes.append(_classify(w, d, bool(dropped)))
-        hash_equal = same(recreate_hash_input(engine, before.obj.get("spec"), before.api_version),
-                          recreate_hash_input(engine, after.obj.get("spec"), after.api_version))
+        hash_equal = cluster_hash_equal(engine, before.obj.get("spec"), after.obj.get("spec"),
+                                        after.api_version)
         recreating = [c for c in w.changes if c.category == C.RECREATE.value]
         if w.recreate_on and hash_equal and recreating:  # the walk saw a difference the hash does not
             w.changes = [dataclasses.replace(c, category=C.NO_OP.value) if c in recreating else c

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import diffing
-from diffing.engine import Engine, go_json, recreate_hash, recreate_hash_input
+from diffing.engine import Engine, cluster_hash_equal, go_json, recreate_hash, recreate_hash_input
 from diffing.kuberay import rules_for
 from diffing.live import LiveCluster
 from diffing.policy import Policy
@@ -347,6 +347,22 @@ def test_recreate_hash_mutes(name: str) -> None:
 @pytest.mark.parametrize("name", list(HASHED))
 def test_recreate_hash_covers(name: str) -> None:
     assert _hash(variant(HASHED[name])) != _hash(BASE)
+
+
+@pytest.mark.parametrize("name", list(MUTED) + list(HASHED))
+def test_hash_equality_without_hashing_agrees_with_the_hash(name: str) -> None:
+    # The analysis compares specs by walking both and encoding only where they differ; the live
+    # basis computes the hash itself. Both read the muted fields from the same rule table.
+    edited = variant({**MUTED, **HASHED}[name])
+    assert cluster_hash_equal(ENGINE, BASE["spec"], edited["spec"]) == (_hash(edited) == _hash(BASE))
+    assert cluster_hash_equal(ENGINE, edited["spec"], BASE["spec"]) == (name in MUTED)
+
+
+def test_the_muted_fields_are_the_rule_tables() -> None:
+    assert set(rules_for("1.7.0").cluster_muted) == {
+        ("workerGroupSpecs", "[]", f) for f in ("replicas", "minReplicas", "maxReplicas", "scaleStrategy")
+    } | {(*p, "template", "spec", f) for p in (("workerGroupSpecs", "[]"), ("headGroupSpec",))
+         for f in ("tolerations", "schedulingGates")} | {("upgradeStrategy",)}
 
 
 def test_recreate_hash_is_go_shaped() -> None:
