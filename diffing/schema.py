@@ -44,7 +44,6 @@ class SchemaSet:
 
     def _init_memos(self) -> None:
         self._memos: dict[int, Memo] = {}
-        self._budget = _MEMO_ENTRIES  # child answers the memos may still keep
         self._checks: dict[int, tuple[Schema, Checks]] = {}
 
     @classmethod
@@ -78,14 +77,12 @@ class SchemaSet:
         """The :class:`Memo` of a resolved ``node``. The walks ask the same few hundred questions
         for every worker group, so they go down the memos rather than the schema: a loop over a
         mapping's keys indexes its node's memo per key. The entry keeps ``node`` alive, so its
-        ``id`` cannot be reused.
+        ``id`` cannot be reused. There is one memo per schema node, whatever the input.
         """
         memo = self._memos.get(id(node))
         if memo is not None and memo.node is node:
             return memo
-        memo = Memo(self, node)
-        if self._budget > 0:
-            self._memos[id(node)] = memo
+        memo = self._memos[id(node)] = Memo(self, node)
         return memo
 
     def checks(self, node: Schema) -> Checks:
@@ -190,16 +187,23 @@ class SchemaSet:
         return memo.fill
 
 
-_MEMO_ENTRIES = 65_536  # bounded: a text's unknown keys cannot grow the memos without limit
+_UNSET: Any = object()
+_OTHER_KEYS = 64  # undeclared keys a memo keeps as entries (cpu, memory, nvidia.com/gpu, ...)
 
 
 class Memo(dict[Any, "Memo | None"]):
     """One resolved schema node (``node``) and the answers the walks need from it, each read once:
     ``memo[field]`` is the memo of the field's schema (``None``: an unknown field, pruned),
     ``memo[None]`` the items'; ``checks`` (:func:`validate`) and ``fill`` (:meth:`default_fill`)
-    are filled on first use. See :meth:`SchemaSet.memo`."""
+    are filled on first use. See :meth:`SchemaSet.memo`.
 
-    __slots__ = ("schemas", "node", "checks", "fill")
+    Every key that is not a declared property (a label, a resource name, a ``rayStartParams``
+    entry, an unknown field) has one answer, ``other`` (``additionalProperties``, preserved, or
+    pruned); the first ``_OTHER_KEYS`` such keys become entries too. So a memo's size is bounded
+    by its schema node, whatever the inputs a long-lived process reads.
+    """
+
+    __slots__ = ("schemas", "node", "checks", "fill", "other", "others")
 
     def __init__(self, schemas: SchemaSet, node: Schema) -> None:
         super().__init__()
@@ -207,15 +211,23 @@ class Memo(dict[Any, "Memo | None"]):
         self.node = node
         self.checks: Checks | None = None  # the node's Checks, once validate asked
         self.fill: Fill | None = None  # what default_fill does here, once it asked
+        self.other: Memo | None = _UNSET  # the answer for an undeclared field, once asked
+        self.others = 0  # undeclared keys kept as entries
 
     def __missing__(self, key: Any) -> Memo | None:
         schemas = self.schemas
-        found = schemas._child(self.node, key)
-        sub = None if found is None else schemas.memo(found)
-        if schemas._budget > 0:
-            schemas._budget -= 1
-            self[key] = sub
-        return sub
+        declared = key is None or key in ((schemas.resolve(self.node) or {}).get("properties") or {})
+        if declared or self.other is _UNSET:
+            found = schemas._child(self.node, key)
+            sub = None if found is None else schemas.memo(found)
+            if declared:
+                self[key] = sub
+                return sub
+            self.other = sub
+        if self.others < _OTHER_KEYS:
+            self.others += 1
+            self[key] = self.other
+        return self.other
 
 
 def _copy(value: Any) -> Any:

@@ -165,3 +165,25 @@ def test_list_map_keys_compare_as_json_values() -> None:
     messages = [m for _, m in validate(SCHEMAS, spec_with({"name": "h", "ports": ports}), SPEC, ("spec",))]
     assert "duplicate entry (containerPort=80, protocol=TCP; also item 0): the list is keyed by " \
            "containerPort, protocol" in messages
+
+
+def test_schema_memos_stay_the_size_of_the_schema_whatever_the_keys() -> None:
+    # A long-lived service reads labels, resource names and rayStartParams keys without end:
+    # the memos keep declared fields and a bounded number of other keys, one answer for the rest.
+    from diffing.kuberay import schema_data
+    from diffing.schema import SchemaSet
+
+    schemas = SchemaSet(schema_data((1, 7))[0])  # its own memos
+    spec = schemas.child(schemas.root("v1"), "spec")
+    for batch in range(3):
+        many = {f"k{batch}-{i}": "v" for i in range(2000)}
+        value = {"rayClusterConfig": {"headGroupSpec": {"rayStartParams": many, "template": {
+            "metadata": {"labels": many}, "spec": {"containers": [{"name": "h", "resources": {
+                "limits": {"cpu": "1", **{f"x.io/r{batch}-{i}": "1" for i in range(500)}}}}],
+                "nodeSelector": many}}}}}
+        assert validate(schemas, value, spec, ("spec",)) == []
+        filled = schemas.default_fill(value, spec)
+        assert filled["rayClusterConfig"]["headGroupSpec"]["rayStartParams"] == many
+    memos = list(schemas._memos.values())
+    assert max(len(m) for m in memos) <= max(len(m.node.get("properties") or {}) for m in memos) + 1 + 64
+    assert sum(len(m) for m in memos) < 2000
