@@ -44,7 +44,6 @@ class SchemaSet:
 
     def _init_memos(self) -> None:
         self._memos: dict[int, Memo] = {}
-        self._checks: dict[int, tuple[Schema, Checks]] = {}
 
     @classmethod
     def from_versions(cls, versions: dict[str, Schema]) -> SchemaSet:
@@ -84,16 +83,6 @@ class SchemaSet:
             return memo
         memo = self._memos[id(node)] = Memo(self, node)
         return memo
-
-    def checks(self, node: Schema) -> Checks:
-        """The compiled :class:`Checks` of a (resolved) node, memoised like :meth:`child`."""
-        hit = self._checks.get(id(node))
-        if hit is not None and hit[0] is node:
-            return hit[1]
-        found = compile_checks(self, node)
-        if len(self._checks) < 65_536:
-            self._checks[id(node)] = (node, found)
-        return found
 
     def _child(self, node: Schema | None, seg: Any) -> Schema | None:
         node = self.resolve(node)
@@ -283,7 +272,7 @@ def _validate(schemas: SchemaSet, value: Any, memo: Memo, path: Path, errors: li
     node = memo.node
     c = memo.checks
     if c is None:
-        c = memo.checks = schemas.checks(node)
+        c = memo.checks = compile_checks(schemas, node)
     if c.type_ok is not None and not c.type_ok(value):
         errors.append((path, f"must be {c.want}, found {_type_name(value)} {_short(value)}"))
         return
