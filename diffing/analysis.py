@@ -73,9 +73,7 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     # 1. changes ------------------------------------------------------------------------------
     b_text = dig(before.obj, "spec").get("serveConfigV2", ABSENT) if before else ABSENT
     a_text = dig(after.obj, "spec").get("serveConfigV2", ABSENT) if after else ABSENT
-    b_serve = serve.parse(b_text)
-    # An unchanged serveConfigV2 (an image bump) is the same text: read it once.
-    a_serve = b_serve if type(a_text) is type(b_text) and a_text == b_text else serve.parse(a_text)
+    b_serve, a_serve = engine.serve_config(b_text), engine.serve_config(a_text)
     full_equal = partial_equal = True
     if before and after:
         for d in engine.differences(before, after):

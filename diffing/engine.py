@@ -8,6 +8,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from . import serve
 from .diff import Differ, Difference
 from .gojson import ABSENT, OMIT, GoTypes, TypeDesc, same_encoding, struct
 from .kuberay import VersionRules, schema_data
@@ -43,6 +44,18 @@ class Engine:
         self._muted = (frozenset(p[2:] for p in patterns if p[2] != "workerGroupSpecs"),
                        frozenset(p[4:] for p in patterns if p[2:4] == ("workerGroupSpecs", "[]")))
         self.cluster_muted = frozenset(rules.cluster_muted)  # a standalone RayCluster's hash
+        self._serve: dict[str, serve.ServeConfig] = {}
+
+    def serve_config(self, text: Any) -> serve.ServeConfig:
+        """A ``serveConfigV2`` value read, each distinct text once per analysis: an unchanged
+        one (an image bump) is the same text on both sides, and RayServices stamped out of one
+        template share theirs. The result is only read, never changed, so it can be shared."""
+        if type(text) is not str:
+            return serve.parse(text)
+        found = self._serve.get(text)
+        if found is None:
+            found = self._serve[text] = serve.parse(text)
+        return found
 
     # -- API server view -------------------------------------------------------------------
 

@@ -69,3 +69,28 @@ def test_gpu_demand_uses_the_replica_ceiling() -> None:
     assert (demand.gpus, demand.known) == (5.0, True)
     built_by_args = serve.gpu_demand(serve.parse(yaml.safe_dump({"applications": [{"name": "llm"}]})))
     assert (built_by_args.gpus, built_by_args.known) == (0.0, False)
+
+
+def test_rayservices_sharing_a_serve_config_text_are_judged_each_on_its_own() -> None:
+    # One analysis reads each distinct serveConfigV2 text once; three RayServices start from the
+    # same text, one changes a deployment, one changes nothing, one breaks its YAML.
+    import diffing
+
+    def service(name: str, serve_text: str) -> str:
+        return yaml.safe_dump({"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": name},
+                               "spec": {"serveConfigV2": serve_text, "rayClusterConfig": {
+                                   "headGroupSpec": {"template": {"spec": {"containers": [
+                                       {"name": "h", "image": "rayproject/ray:2.52.0"}]}}}}}})
+
+    same = yaml.safe_dump(BASE)
+    changed = yaml.safe_load(same)
+    changed["applications"][0]["deployments"][1]["num_replicas"] = 5
+    before = "---\n".join(service(n, same) for n in ("a", "b", "c"))
+    after = "---\n".join([service("a", yaml.safe_dump(changed)), service("b", same),
+                          service("c", "applications: [\n")])
+    by_name = {r["name"]: r for r in diffing.analyze(before, after).to_dict()["resources"]}
+    assert [c["path"] for c in by_name["a"]["changes"]] == [
+        "spec.serveConfigV2.applications[name=a].deployments[name=D2].num_replicas"]
+    assert by_name["a"]["rollout"] == "serve-in-place"
+    assert (by_name["b"]["changes"], by_name["b"]["rollout"]) == ([], "none")
+    assert any(f["code"] == "serve-config-invalid" for f in by_name["c"]["findings"])
