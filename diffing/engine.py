@@ -139,10 +139,6 @@ def envelope_differences(differ: Differ, b: Manifest, a: Manifest) -> list[Diffe
     return out
 
 
-def same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
-
-
 # -- a standalone RayCluster -------------------------------------------------------------------
 # Its spec is the RayService's rayClusterConfig type (the two CRDs carry the same schema), so the
 # same tables serve both; only the hash's muted fields differ (raycluster-semantics.md §3.3).
@@ -184,7 +180,7 @@ def recreate_hash_input(engine: Engine, spec: Any, api_version: str = "ray.io/v1
     types = engine.gotypes
     encoded = types.encode(_operator_defaults(spec), types.root, engine.schemas,
                            cluster_schema(engine, api_version))
-    for pattern in engine.rules.cluster_muted:
+    for pattern in engine.cluster_muted:
         _clear(types, engine.schemas, encoded, types.root, pattern)
     return encoded
 
