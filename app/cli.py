@@ -185,7 +185,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _cmd_git(args: argparse.Namespace) -> int:
-    from .gitdiff import GitError, changed_manifests, resolve_range
+    from .gitdiff import SUBMODULE_MOVED, GitError, changed_manifests, changed_submodules, resolve_range
 
     kwargs = analysis_kwargs(args)
     locate = None
@@ -193,7 +193,9 @@ def _cmd_git(args: argparse.Namespace) -> int:
         base, head = resolve_range(args.repo, args.base, args.head)
         if args.render == "none":
             before, after = changed_manifests(args.repo, base, head, args.paths)
-            report = diffing.analyze(before, after, **kwargs)
+            notes = [diffing.Finding("error", "unknown-source", path, SUBMODULE_MOVED)
+                     for path in changed_submodules(args.repo, base, head)]
+            report = diffing.analyze(before, after, notes=notes, **kwargs)
         else:
             from .render.pipeline import analyze_rendered
             from .render.repo import render_git_range

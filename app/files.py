@@ -9,6 +9,7 @@ from typing import Any
 
 from diffing.errors import ManifestError, PolicyError
 from diffing.loading import load_value
+from diffing.scope import decode
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 
@@ -37,9 +38,9 @@ def read_text(path: str) -> str:
     if len(data) > MAX_FILE_BYTES:
         raise InputFileError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        return decode(data)  # byte-order marks as kubectl reads them: UTF-16 is a manifest too
+    except ManifestError as exc:
+        raise InputFileError(f"{path}: {exc.reason}") from None
 
 
 def read_policy(path: str, *, variable: str = "--policy") -> dict[str, Any] | None:

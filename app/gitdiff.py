@@ -2,37 +2,37 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 from collections.abc import Iterable, Sequence
 
-DEFAULT_PATHSPECS = ("*.yaml", "*.yml")
-# A file that may hold an analysed kind (diffing.manifests.KINDS): a cheap text test.
-KUBERAY_HINT = re.compile(r"^\s*kind:\s*[\"']?(?:RayService|RayCluster|RayJob)[\"']?\s*$", re.MULTILINE)
-RAYSERVICE_HINT = KUBERAY_HINT  # the former name
+from diffing.scope import RAY_GROUP, decode, may_hold
+
+# What kubectl, kustomize and Argo CD read as manifest files.
+DEFAULT_PATHSPECS = ("*.yaml", "*.yml", "*.json")
 
 
 Texts = list[tuple[str, str]]
 
+SUBMODULE_MOVED = ("the change moves this submodule: Argo CD deploys the submodule's content, which is "
+                   "not in this repository, so what it deploys is unknown")
 
-def kuberay_texts(files: Iterable[tuple[str, str, str, str]]) -> tuple[Texts, Texts]:
-    """(before, after) ``(source, text)`` lists from ``(before source, before text, after source,
-    after text)`` per changed file, keeping only files with a RayService, RayCluster or RayJob on
-    either side (a cheap text test: other files are never parsed, so a broken Helm template
-    elsewhere is no error)."""
+
+def kuberay_texts(files: Iterable[tuple[str, bytes, str, bytes]]) -> tuple[Texts, Texts]:
+    """(before, after) ``(source, text)`` lists from ``(before source, before bytes, after source,
+    after bytes)`` per changed file, keeping the files that may hold a KubeRay object on either
+    side. The test is exact (:func:`diffing.scope.may_hold`), never a pattern on the ``kind:``
+    line: the core then parses what is kept, so the parsed kinds decide. A kept file that cannot
+    be decoded is an input error naming it, never an empty (deleted) side."""
     befores: Texts = []
     afters: Texts = []
     for b_source, b, a_source, a in files:
-        if not (KUBERAY_HINT.search(b) or KUBERAY_HINT.search(a)):
+        if not (may_hold(b, RAY_GROUP) or may_hold(a, RAY_GROUP)):
             continue
         if b:
-            befores.append((b_source, b))
+            befores.append((b_source, decode(b, b_source)))
         if a:
-            afters.append((a_source, a))
+            afters.append((a_source, decode(a, a_source)))
     return befores, afters
-
-
-rayservice_texts = kuberay_texts  # the former name
 
 
 class GitError(Exception):
@@ -87,15 +87,8 @@ def _verify(repo: str, rev: str) -> None:
         raise GitError(f"unknown revision {rev!r} in {repo}") from None
 
 
-def _show(repo: str, rev: str, path: str) -> str:
-    data = _git(repo, "show", f"{rev}:{path}")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if KUBERAY_HINT.search(data.decode("latin-1")):
-            # Never read as empty: that would make the RayService (RayCluster, RayJob) look deleted.
-            raise GitError(f"{rev}:{path}: not UTF-8 text (byte {exc.start})") from None
-        return ""  # not a text manifest, and no RayService, RayCluster or RayJob in it
+def _show(repo: str, rev: str, path: str) -> bytes:
+    return _git(repo, "show", f"{rev}:{path}")
 
 
 def _name_status(repo: str, base: str, head: str, pathspecs: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -142,9 +135,21 @@ def changed_manifests(repo: str, base: str, head: str, pathspecs: Sequence[str] 
     Renames are followed (``-M``): the before side is read from the old path. Sources are
     named ``REV:path`` so errors point at the revision and file.
     """
-    files: list[tuple[str, str, str, str]] = []
+    files: list[tuple[str, bytes, str, bytes]] = []
     for status, old, new in _name_status(repo, base, head, pathspecs or DEFAULT_PATHSPECS):
-        b = "" if status == "A" else _show(repo, base, old)
-        a = "" if status == "D" else _show(repo, head, new)
+        b = b"" if status == "A" else _show(repo, base, old)
+        a = b"" if status == "D" else _show(repo, head, new)
         files.append((f"{base}:{old}", b, f"{head}:{new}", a))
     return kuberay_texts(files)
+
+
+def changed_submodules(repo: str, base: str, head: str) -> list[str]:
+    """Paths of the submodules (gitlinks, mode 160000) the range adds, moves or removes."""
+    out = _git(repo, "diff", "--raw", "-z", "--no-renames", base, head)
+    fields = out.decode("utf-8", errors="surrogateescape").split("\0")
+    paths = []
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        modes = meta.lstrip(":").split(" ")[:2]
+        if "160000" in modes:
+            paths.append(path)
+    return paths

@@ -16,6 +16,7 @@ from .live import live_key
 from .loading import Document, Limits, load_documents
 from .paths import Path
 from .schema import SchemaSet
+from .scope import expand_lists
 from .values import mapping
 
 
@@ -151,10 +152,11 @@ def collect(text: str, source: str, limits: Limits, *, lines: bool = True, names
     found: dict[Ident, Manifest] = {}
     apps: list[Any] = []
     for doc in load_documents(text, source=source, limits=limits):
-        values = [doc.value]
-        if isinstance(doc.value, dict) and doc.value.get("kind") == "List" and isinstance(
-                doc.value.get("items"), list):
-            values = doc.value["items"]
+        try:
+            # Any object with an ``items`` list is a list, whatever its kind (see .scope).
+            values = list(expand_lists(doc.value))
+        except ManifestError as exc:
+            raise ManifestError(exc.reason, source=source, document=doc.index, line=doc.line) from None
         for value in values:
             if isinstance(value, dict) and value.get("kind") == "Application" and str(
                     value.get("apiVersion", "")).startswith("argoproj.io/"):

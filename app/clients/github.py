@@ -282,9 +282,15 @@ class GitHubClient:
         return self.paginate(f"/repos/{_q(owner)}/{_q(repo)}/pulls/{number}/files", retry_404=True)
 
     async def file_text(self, owner: str, repo: str, path: str, ref: str) -> str:
+        return (await self.file_bytes(owner, repo, path, ref)).decode("utf-8", errors="replace")
+
+    async def file_bytes(self, owner: str, repo: str, path: str, ref: str, *,
+                         retry_404: bool = True) -> bytes:
+        """A file's raw bytes at ``ref``: the caller decodes them (a manifest may be UTF-16).
+        ``retry_404=False`` for a file that may well not exist."""
         resp = await self.request("GET", f"/repos/{_q(owner)}/{_q(repo)}/contents/{quote(path, safe='/')}",
-                                  params={"ref": ref}, accept=RAW, retry_404=True)
-        return resp.content.decode("utf-8", errors="replace")
+                                  params={"ref": ref}, accept=RAW, retry_404=retry_404)
+        return resp.content
 
     async def tarball(self, owner: str, repo: str, ref: str, max_bytes: int) -> bytes:
         """The gzip tarball of ``ref`` (GitHub answers 302 to codeload), read up to ``max_bytes``.

@@ -21,6 +21,7 @@ half of it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import posixpath
 import re
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.clients.argocd import ArgoCDClient, ArgoCDError
-from app.render.pipeline import RenderedChange
+from app.render.pipeline import RenderedChange, with_document
 from app.render.roots import normalize_repo_url
 from diffing import Finding, Source
 
@@ -51,6 +52,8 @@ class TrackedApp:
     namespace: str | None              # spec.destination.namespace: for objects without one
     watched: tuple[str, ...]           # repository paths ("" = all of it) or globs
     source_positions: tuple[int, ...]  # 1-based positions of its sources from this repo (multi-source)
+    document: str = ""                 # the Application as JSON: analysed with what it renders, since
+                                       # its sync options change what KubeRay receives
 
     @property
     def label(self) -> str:
@@ -152,8 +155,17 @@ def tracked_apps(items: Iterable[Mapping[str, Any]], repo_url: str, owner_repo: 
         apps.append(TrackedApp(
             name=name, app_namespace=str(meta.get("namespace") or "") or None,
             namespace=str(_mapping(spec.get("destination")).get("namespace") or "") or None,
-            watched=tuple(sorted(watched)), source_positions=tuple(positions) if multi else ()))
+            watched=tuple(sorted(watched)), source_positions=tuple(positions) if multi else (),
+            document=json.dumps(_application_spec(item), sort_keys=True)))
     return sorted(apps, key=lambda a: (a.app_namespace or "", a.name))
+
+
+def _application_spec(item: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a live Application the analysis reads: its identity and spec, not its status."""
+    meta = _mapping(item.get("metadata"))
+    return {"apiVersion": str(item.get("apiVersion") or "argoproj.io/v1alpha1"), "kind": "Application",
+            "metadata": {k: meta[k] for k in ("name", "namespace") if k in meta},
+            "spec": dict(_mapping(item.get("spec")))}
 
 
 def affected_apps(apps: Sequence[TrackedApp], changed: Iterable[str]) -> list[TrackedApp]:
@@ -210,7 +222,7 @@ async def render_with_argocd(client: ArgoCDClient, pr: PullRequest, changed: Ite
             out.notes.append(Finding("error", "render-failed", app.label, problem))
             continue
         assert isinstance(base, str) and isinstance(head, str)
-        out.before.append(Source(app.label, base, False, app.namespace))
-        out.after.append(Source(app.label, head, False, app.namespace))
+        out.before.append(Source(app.label, with_document(base, app.document), False, app.namespace))
+        out.after.append(Source(app.label, with_document(head, app.document), False, app.namespace))
         out.renders += 2
     return out

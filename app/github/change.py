@@ -9,10 +9,11 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from app.clients.github import GitHubClient
+from app.clients.github import GitHubClient, GitHubError
 from app.gitdiff import Texts, kuberay_texts
+from app.render.roots import parse_gitmodules, under
 
-YAML_SUFFIXES = (".yaml", ".yml")
+YAML_SUFFIXES = (".yaml", ".yml", ".json")  # what kubectl, kustomize and Argo CD read
 FILES_CAP = 3000  # GitHub lists at most this many files of a pull request
 FETCH_CONCURRENCY = 4
 
@@ -97,6 +98,7 @@ class Change:
     after: Texts
     files_listed: int
     yaml_files: int
+    submodules: tuple[str, ...] = ()  # changed paths that are submodules (their content is unknown)
 
     @property
     def is_truncated(self) -> bool:
@@ -116,6 +118,14 @@ def plan_fetches(entry: dict[str, Any]) -> tuple[str | None, str | None]:
     base = None if status in ("added", "copied") else old
     head = None if status == "removed" else new
     return (base if is_yaml(base) else None), (head if is_yaml(head) else None)
+
+
+def maybe_submodule(entry: dict[str, Any]) -> bool:
+    """Whether a ``diff-entry`` may be a submodule: GitHub's patch for one is a "Subproject commit"
+    line; an entry without a patch (too large, binary) may be anything; ``.gitmodules`` itself."""
+    patch = entry.get("patch")
+    name = str(entry.get("filename") or "")
+    return name == ".gitmodules" or not isinstance(patch, str) or "Subproject commit" in patch
 
 
 async def _aiter(items: Iterable[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
@@ -150,22 +160,42 @@ async def fetch_change(gh: GitHubClient, pr: PullRequest,
     plans: list[tuple[str | None, str | None]] = []
     listed = 0
     source = _aiter(entries) if entries is not None else gh.pull_files(pr.owner, pr.repo, pr.number)
+    changed: set[str] = set()
     async for entry in source:
         listed += 1
+        if maybe_submodule(entry):
+            changed.update(str(entry[k]) for k in ("filename", "previous_filename") if entry.get(k))
         base, head = plan_fetches(entry)
         if base or head:
             plans.append((base, head))
     gate = asyncio.Semaphore(FETCH_CONCURRENCY)
 
-    async def read(path: str | None, sha: str) -> str:
+    async def read(path: str | None, sha: str) -> bytes:
         if path is None:
-            return ""
+            return b""
         async with gate:
-            return await gh.file_text(pr.owner, pr.repo, path, sha)
+            return await gh.file_bytes(pr.owner, pr.repo, path, sha)
 
     texts = await asyncio.gather(*(asyncio.gather(read(b, pr.base_sha), read(h, pr.head_sha))
                                    for b, h in plans))
     before, after = kuberay_texts(
         (f"{pr.base_sha[:7]}:{base}", b, f"{pr.head_sha[:7]}:{head}", a)
         for (base, head), (b, a) in zip(plans, texts, strict=True))
-    return Change(before, after, listed, len(plans))
+    return Change(before, after, listed, len(plans), await _changed_submodules(gh, pr, changed))
+
+
+async def _changed_submodules(gh: GitHubClient, pr: PullRequest, changed: set[str]) -> tuple[str, ...]:
+    """The changed paths that are (or were) a submodule, from ``.gitmodules`` at both SHAs (read
+    only when an entry could be one: see :func:`maybe_submodule`)."""
+    if not changed:
+        return ()
+    subs: dict[str, str] = {}
+    for sha in (pr.base_sha, pr.head_sha):
+        try:
+            data = await gh.file_bytes(pr.owner, pr.repo, ".gitmodules", sha, retry_404=False)
+        except GitHubError as exc:
+            if exc.status == 404:
+                continue
+            raise
+        subs.update(parse_gitmodules(data))
+    return tuple(sorted(p for p in changed if p == ".gitmodules" or under(p, subs) is not None))

@@ -24,6 +24,7 @@ from app.annotate import rendered_locator
 from app.clients.argocd import ArgoCDClient, ArgoCDError
 from app.clients.github import GitHubClient, GitHubError
 from app.errors import ServiceUnavailable
+from app.gitdiff import SUBMODULE_MOVED
 from app.live import live_basis_for_texts
 from app.render.pipeline import RenderedChange, RenderOptions, analyze_rendered
 from diffing.render.annotations import annotate
@@ -84,7 +85,7 @@ class Outcome:
 
 
 async def analyse(change_before: list[tuple[str, str]], change_after: list[tuple[str, str]],
-                  options: AnalysisOptions) -> diffing.Report:
+                  options: AnalysisOptions, notes: list[diffing.Finding] | None = None) -> diffing.Report:
     """The pure core in a worker thread, bounded by ``options.timeout``; live basis when enabled."""
     live = await live_basis_for_texts(change_after, enabled=options.live_enabled,
                                       kuberay_version=options.kuberay_version, headroom=None,
@@ -92,7 +93,7 @@ async def analyse(change_before: list[tuple[str, str]], change_after: list[tuple
     return await asyncio.wait_for(
         asyncio.to_thread(diffing.analyze, change_before, change_after,
                           kuberay_version=options.kuberay_version, policy=options.policy,
-                          sources=("base", "head"), live=live),
+                          sources=("base", "head"), live=live, notes=notes or ()),
         timeout=options.timeout)
 
 
@@ -136,6 +137,10 @@ async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisO
         # merge-base diff); a merge group's at its base and head.
         entries = await merge_group_entries(gh, pr) if pr.is_merge_group else None
         change = await fetch_change(gh, pr, entries)
+    except diffing.ManifestError as exc:  # a file that may hold a KubeRay object and cannot be decoded
+        verdict = verdict_for_error(f"invalid manifest: {exc.message}")
+        return await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
+                                     timings=timings, approval_key=options.approval_key)
     except GitHubError as exc:
         log.error("%s: cannot read the change: %s", pr.full_name, exc)
         verdict = verdict_for_error(f"cannot read the change from GitHub ({exc})", comment=False)
@@ -146,12 +151,14 @@ async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisO
     timings["fetch"] = time.monotonic() - started
     if not is_current():
         return Outcome("superseded")
-    if not change.before and not change.after:
+    if not change.before and not change.after and not change.submodules:
         verdict = verdict_for_no_change()
     else:
         note = NOTE_PR_FILES_CAP if change.is_truncated and not pr.is_merge_group else ""
         try:
-            report = await analyse(change.before, change.after, options)
+            moved = [diffing.Finding("error", "unknown-source", p, SUBMODULE_MOVED)
+                     for p in change.submodules]
+            report = await analyse(change.before, change.after, options, notes=moved)
         except diffing.ManifestError as exc:
             verdict = verdict_for_error(f"invalid manifest: {exc.message}")
         except diffing.DiffingError as exc:

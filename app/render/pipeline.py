@@ -13,22 +13,19 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
-import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import diffing
 from diffing import Finding, Source
+from diffing.scope import RAY_GROUP, decode, may_hold
 
 from .kustomize import render_kustomize
-from .process import RenderError, RenderLimits, decode_utf8
-from .roots import Discovery, RenderSource, Root, discover, matches_directory
+from .process import RenderError, RenderLimits
+from .roots import Discovery, PathIndex, RenderSource, Root, discover, matches_directory, under, walk
 from .snapshot import Snapshot
 
-# A plain file that may hold a RayService, RayCluster or RayJob (diffing.manifests.KINDS).
-KUBERAY_HINT = re.compile(r"^\s*kind:\s*[\"']?(?:RayService|RayCluster|RayJob)[\"']?\s*$", re.MULTILINE)
-RAYSERVICE_HINT = KUBERAY_HINT  # the former name
 MAX_PLAIN_FILE = 32 * 1024 * 1024
 
 
@@ -55,9 +52,9 @@ class RenderedChange:
 
 
 class _Failed(Exception):
-    def __init__(self, tool: str, message: str) -> None:
+    def __init__(self, tool: str, message: str, unknown: bool = False) -> None:
         super().__init__(message)
-        self.tool, self.message = tool, message
+        self.tool, self.message, self.unknown = tool, message, unknown
 
 
 def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterable[str],
@@ -67,16 +64,16 @@ def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterabl
     disc_b = discover(base, repo_url=options.repo_url) if base else Discovery({})
     disc_h = discover(head, repo_url=options.repo_url) if head else Discovery({})
     out = RenderedChange()
-    affected = sorted({rid for disc in (disc_b, disc_h) for rid, root in disc.roots.items()
-                       if any(root.reads(p) for p in paths)})
-    read = [disc.roots[rid] for disc in (disc_b, disc_h) for rid in affected
-            if rid in disc.roots and not rid.startswith("file:")]
+    index_b, index_h = PathIndex(disc_b.roots.values()), PathIndex(disc_h.roots.values())
+    readers = {p: index_b.readers(p) | index_h.readers(p) for p in paths}
+    affected = sorted({rid for ids in readers.values() for rid in ids})
+    out.notes += _submodule_changes(paths, disc_b, disc_h)
     for disc in (disc_b, disc_h):
-        for file, why in disc.notes:
+        for note in disc.notes:
             # A file an affected root reads fails that root's render instead.
-            if file in paths and not any(n.path == file for n in out.notes) and not any(
-                    r.reads(file) for r in read):
-                out.notes.append(Finding("warning", "not-rendered", file, why))
+            read = any(not rid.startswith("file:") for rid in readers.get(note.file, ()))
+            if note.file in paths and not any(n.path == note.file for n in out.notes) and not read:
+                out.notes.append(Finding(note.severity, note.code, note.file, note.why))
     if not affected:
         return out
     renderer = _Renderer(options)
@@ -91,24 +88,26 @@ def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterabl
             rb, rh = disc_b.roots.get(rid), disc_h.roots.get(rid)
             main = rh or rb
             assert main is not None
-            out.root_files[main.label] = sorted(p for p in paths if main.reads(p))
+            out.root_files[main.label] = sorted(p for p in paths if rid in readers[p])
             if head is not None:
                 for p in out.root_files[main.label]:
                     if p not in out.head_texts and (text := _small_text(head, p)) is not None:
                         out.head_texts[p] = text
             texts: dict[str, str] = {}
-            failure = ""
-            for side, snap in (("base", base), ("head", head)):
+            failure: Finding | None = None
+            for side, snap, root in (("base", base, rb), ("head", head, rh)):
                 job = jobs.get((rid, side))
                 if job is None:
                     continue
                 try:
-                    texts[side] = job.result()
+                    texts[side] = with_document(job.result(), root.application if root else "")
                 except _Failed as exc:
                     rev = f" ({snap.revision[:12]})" if snap is not None and snap.revision else ""
-                    failure = failure or f"{exc.tool} at {side}{rev}: {exc.message}"
-            if failure:
-                out.notes.append(Finding("error", "render-failed", main.label, failure))
+                    code = "unknown-source" if exc.unknown else "render-failed"
+                    failure = failure or Finding("error", code, main.label,
+                                                 f"{exc.tool} at {side}{rev}: {exc.message}")
+            if failure is not None:
+                out.notes.append(failure)
                 continue
             lines = main.sources[0].type == "file" if main.sources else False
             if "base" in texts:
@@ -137,7 +136,7 @@ class _Renderer:
     def submit(self, snap: Snapshot, root: Root) -> Future[str]:
         if root.problem:
             done: Future[str] = Future()
-            done.set_exception(_Failed(root.tool or "render", root.problem))
+            done.set_exception(_Failed(root.tool or "render", root.problem, root.unknown))
             return done
         refused = sorted(p for p in snap.refused if root.reads(p))
         if refused:
@@ -186,11 +185,10 @@ class _Renderer:
         if key not in self.digests:
             h = hashlib.sha256()
             top = snap.path(rel)
-            for dirpath, dirs, files in os.walk(top):
-                dirs.sort()
-                for name in sorted(files):
-                    full = os.path.join(dirpath, name)
-                    h.update(os.path.relpath(full, top).encode() + b"\0" + _file_digest(full).encode())
+            for folder, files in walk(top):
+                for name in files:
+                    inner = f"{folder}/{name}" if folder else name
+                    h.update(inner.encode() + b"\0" + _file_digest(os.path.join(top, inner)).encode())
             self.digests[key] = h.hexdigest()
         return self.digests[key]
 
@@ -237,7 +235,13 @@ def _file_digest(path: str) -> str:
 
 
 def _decode(tool: str, rel: str, data: bytes) -> str:
-    return decode_utf8(tool, data, rel, "it cannot be read as YAML, so what it deploys is unknown")
+    """A manifest file's text, decoded as kubectl and Argo CD decode it (byte-order marks
+    included); one that cannot be decoded fails its root: what it deploys is unknown."""
+    try:
+        return decode(data, rel)
+    except diffing.ManifestError as exc:
+        raise RenderError(tool, f"{rel}: {exc.reason}: it cannot be read as YAML, so what it deploys "
+                                "is unknown") from None
 
 
 def _read(snap: Snapshot, rel: str, tool: str) -> bytes:
@@ -252,29 +256,24 @@ def _read(snap: Snapshot, rel: str, tool: str) -> bytes:
 
 
 def _render_plain_file(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
-    """A plain YAML file as it is; only one that may hold a RayService, RayCluster or RayJob is
-    passed on (a cheap text test, so a broken file elsewhere is no error). Bytes that are not UTF-8 in a file
-    that may hold one are a failure, never an empty (deleted) file."""
-    data = _read(snap, src.path, "read")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        if KUBERAY_HINT.search(data.decode("latin-1")):
-            return _decode("read", src.path, data)
-        return ""
-    return text if KUBERAY_HINT.search(text) else ""
+    """A plain manifest file as it is. Only a file that may hold a KubeRay object is passed on
+    (an exact test, :func:`diffing.scope.may_hold`: a broken file that cannot hold one is no
+    error); the core then reads it with a parser, so the kinds in it decide, not its spelling.
+    A file that cannot be decoded at all fails: kubectl and Argo CD refuse it, so it deploys
+    nothing, which must never read as "its objects were deleted"."""
+    text = _decode("read", src.path, _read(snap, src.path, "read"))
+    return text if may_hold(text, RAY_GROUP) else ""
 
 
 def render_directory(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
     opts = src.directory
     top = snap.path(src.path)
     texts: list[str] = []
-    for dirpath, dirs, files in os.walk(top):
-        dirs.sort()
-        if opts is None or not opts.recurse:
-            dirs.clear()
-        for name in sorted(files):
-            rel = os.path.relpath(os.path.join(dirpath, name), top).replace(os.sep, "/")
+    for folder, files in walk(top):
+        if folder and (opts is None or not opts.recurse):
+            continue
+        for name in files:
+            rel = f"{folder}/{name}" if folder else name
             if not name.endswith((".yaml", ".yml", ".json")):
                 continue
             if opts is not None and not matches_directory(rel, opts):
@@ -282,6 +281,31 @@ def render_directory(snap: Snapshot, src: RenderSource, options: RenderOptions) 
             repo_rel = posixpath.join(src.path, rel) if src.path else rel
             texts.append(_decode("directory", repo_rel, _read(snap, repo_rel, "directory")))
     return "\n---\n".join(texts)
+
+
+def with_document(text: str, document: str) -> str:
+    """A rendered root with the Application that deploys it (``document``, "" for none): its sync
+    options and ignore rules change what KubeRay receives, so they are analysed with the objects
+    in every flow."""
+    if not document:
+        return text
+    return f"{text}\n---\n{document}\n" if text.strip() else f"{document}\n"
+
+
+def _submodule_changes(paths: Iterable[str], *discs: Discovery) -> list[Finding]:
+    """An ``unknown-source`` error for each changed submodule (or ``.gitmodules``): Argo CD checks
+    submodules out, so moving one changes what it deploys, and its content is not here."""
+    subs = {p: u for d in discs for p, u in d.submodules.items()}
+    out = []
+    for path in sorted(paths):
+        sub = ".gitmodules" if path == ".gitmodules" else under(path, subs)
+        if sub is None:
+            continue
+        where = "the submodule list" if sub == ".gitmodules" else f"the submodule {sub} ({subs[sub]})"
+        out.append(Finding("error", "unknown-source", path,
+                           f"the change moves {where}: Argo CD deploys the submodule's content, which is not "
+                           "in this repository's archive, so what it deploys is unknown"))
+    return out
 
 
 def _render_kustomize(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:

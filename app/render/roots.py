@@ -17,31 +17,36 @@ restrictor guarantees it reads nothing else of the repository.
 
 from __future__ import annotations
 
+import configparser
 import fnmatch
+import json
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from diffing.errors import ManifestError
+from diffing.loading import Limits, load_documents
+from diffing.scope import ARGOCD_GROUP, api_group, decode, expand_lists, may_hold
+
 from .snapshot import Snapshot
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-YAML_SUFFIXES = (".yaml", ".yml")
+# What kubectl, kustomize and Argo CD apply as a manifest file: JSON too.
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
 # Argo CD reads these in a plain directory source (reposerver/repository/repository.go,
 # findManifests); .jsonnet is rendered by Argo CD but not here.
 DIRECTORY_SUFFIXES = (".yaml", ".yml", ".json")
 SKIP_DIRS = {".git"}
-_APP_HINT = re.compile(rb"^\s*kind:\s*[\"']?Application[\"']?\s*$", re.MULTILINE)
-_APPSET_HINT = re.compile(rb"^\s*kind:\s*[\"']?ApplicationSet[\"']?\s*$", re.MULTILINE)
 _MAX_DISCOVERY_FILE = 4 * 1024 * 1024  # Applications and kustomizations are small
-
-
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Safe loading only: files of a PR are untrusted."""
+# Applications, kustomizations and values files are small: the bounds of a manifest would let
+# an alias bomb in one of them cost seconds and gigabytes before it is refused.
+DISCOVERY_LIMITS = Limits(max_bytes=_MAX_DISCOVERY_FILE, max_nodes=200_000, max_depth=64,
+                          max_documents=1_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +107,10 @@ class Root:
     problem: str = ""             # why it cannot be rendered here (rendering it is a failure)
     elsewhere: str = ""           # it deploys only from other repositories: these (a note, no render)
     tool: str = ""                # the renderer named in a failure
+    unknown: bool = False         # the problem is content GitOps fetches and this tool does not
+                                  # (a remote base, a submodule): an ``unknown-source`` finding
+    application: str = ""         # the Application that deploys it, as YAML: analysed with what it
+                                  # renders, since its sync options change what KubeRay receives
 
     def reads(self, path: str) -> bool:
         if path in self.read_files:
@@ -109,10 +118,21 @@ class Root:
         return any(d == "" or path == d or path.startswith(d + "/") for d in self.read_dirs)
 
 
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A file a change may touch that is not rendered as a root of its own, and why."""
+
+    file: str
+    why: str
+    severity: str = "warning"
+    code: str = "not-rendered"
+
+
 @dataclass(slots=True)
 class Discovery:
     roots: dict[str, Root]
-    notes: list[tuple[str, str]] = field(default_factory=list)  # (repo path, why it is not rendered)
+    notes: list[Note] = field(default_factory=list)
+    submodules: dict[str, str] = field(default_factory=dict)  # path -> url (.gitmodules)
 
 
 # -- the tree ---------------------------------------------------------------------------------
@@ -138,15 +158,29 @@ class _Tree:
             return None
 
 
+def walk(top: str) -> Iterator[tuple[str, list[str]]]:
+    """(folder relative to ``top`` with "/" separators, its file names), depth first in name
+    order, without following symlinked folders or entering .git. An explicit stack, not
+    recursion: a PR can nest folders deeper than Python's recursion limit."""
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = sorted(os.scandir(os.path.join(top, rel) if rel else top), key=lambda e: e.name)
+        except OSError:
+            continue
+        names = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+        yield rel, names
+        subdirs = [e.name for e in entries if e.is_dir(follow_symlinks=False) and e.name not in SKIP_DIRS]
+        stack.extend(f"{rel}/{d}" if rel else d for d in reversed(subdirs))
+
+
 def _walk(snapshot: Snapshot) -> _Tree:
     files: list[str] = []
     kustomizations: dict[str, str] = {}
     charts: set[str] = set()
-    for top, dirs, names in os.walk(snapshot.root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        rel_top = os.path.relpath(top, snapshot.root).replace(os.sep, "/")
-        rel_top = "" if rel_top == "." else rel_top
-        for name in sorted(names):
+    for rel_top, names in walk(snapshot.root):
+        for name in names:
             rel = f"{rel_top}/{name}" if rel_top else name
             files.append(rel)
             if name in KUSTOMIZATION_FILES and rel_top not in kustomizations:
@@ -156,10 +190,19 @@ def _walk(snapshot: Snapshot) -> _Tree:
     return _Tree(snapshot, files, kustomizations, charts)
 
 
-def _load_docs(data: bytes) -> list[Any]:
+def _load_docs(data: bytes, source: str = "") -> list[Any]:
+    """The documents of a small file the discovery reads (kustomization, Application), decoded and
+    bounded as a manifest is; lists unwrapped. Raises :class:`ManifestError`."""
+    docs = load_documents(decode(data, source), source=source, limits=DISCOVERY_LIMITS)
+    return [v for d in docs if d.value is not None for v in expand_lists(d.value)]
+
+
+def _try_docs(data: bytes) -> list[Any]:
+    """:func:`_load_docs`, or nothing for a file that cannot be read (the renderer that reads it
+    fails on it, which is the finding)."""
     try:
-        return [d for d in yaml.load_all(data.decode("utf-8"), Loader=_Loader) if d is not None]
-    except (yaml.YAMLError, UnicodeDecodeError, RecursionError):
+        return _load_docs(data)
+    except ManifestError:
         return []
 
 
@@ -174,34 +217,94 @@ def _norm(base: str, rel: str) -> str | None:
 
 
 def _is_remote(ref: str) -> bool:
-    return "://" in ref or ref.startswith(("github.com/", "git@", "gitlab.com/", "bitbucket.org/"))
+    return "://" in ref or ref.startswith(("github.com/", "git@", "gitlab.com/", "bitbucket.org/", "git::"))
 
 
 # -- kustomize ---------------------------------------------------------------------------------
 
-def _kustomization_refs(tree: _Tree, folder: str) -> list[str]:
-    """The kustomization folders the kustomization in ``folder`` includes (remote ones are left
-    to the render, which fails on them offline)."""
+# Fields of a kustomization that name other kustomizations or manifests (kustomize tries an
+# entry that is no local file or folder as a remote git repository or URL) ...
+_KUSTOMIZE_TARGETS = ("resources", "bases", "components")
+# ... and fields that name a file, which kustomize's file loader fetches when it is an http(s) URL.
+_KUSTOMIZE_FILES = ("crds", "configurations", "generators", "transformers", "validators",
+                    "patchesStrategicMerge")
+_KUSTOMIZE_PATHS = ("patches", "patchesJson6902", "replacements")
+
+
+@dataclass(slots=True)
+class _Kustomization:
+    includes: list[str] = field(default_factory=list)   # kustomization folders it includes
+    targets: list[str] = field(default_factory=list)    # every local path it loads
+    outside: list[str] = field(default_factory=list)    # entries that are not in this repository
+
+
+def _kustomization(tree: _Tree, folder: str) -> _Kustomization:
+    """What the kustomization in ``folder`` includes, and every entry it would load from outside
+    the repository: a URL, a git repository, or a path that is no file or folder here (which
+    kustomize then tries as a remote repository)."""
+    out = _Kustomization()
     name = tree.kustomizations.get(folder)
     data = tree.read(f"{folder}/{name}" if folder else name) if name else None
-    docs = _load_docs(data) if data else []
+    docs = _try_docs(data) if data else []
     doc = docs[0] if docs and isinstance(docs[0], Mapping) else {}
-    dirs: list[str] = []
-    for key in ("resources", "bases", "components"):
-        entries = doc.get(key)
-        for entry in entries if isinstance(entries, list) else []:
-            if isinstance(entry, str) and not _is_remote(entry):
-                target = _norm(folder, entry)
-                if target is not None and target in tree.kustomizations:
-                    dirs.append(target)
-    return dirs
+    for key in _KUSTOMIZE_TARGETS:
+        for entry in _strings(doc.get(key)):
+            target = None if _is_remote(entry) else _norm(folder, entry)
+            if target is not None:
+                out.targets.append(target)
+            if target is not None and target in tree.kustomizations:
+                out.includes.append(target)
+            elif target is None and not _leaves(entry) or target is None and _host_like(entry):
+                out.outside.append(entry)
+            elif target is not None and not (tree.isfile(target) or tree.isdir(target)) and _host_like(entry):
+                out.outside.append(entry)  # "example.com/org/repo": tried as a repository
+    urls = [e for key in _KUSTOMIZE_FILES for e in _strings(doc.get(key))]
+    urls += [str(p.get("path")) for key in _KUSTOMIZE_PATHS for p in _list(doc.get(key))
+             if isinstance(p, Mapping) and isinstance(p.get("path"), str)]
+    out.outside += [u for u in urls if _is_remote(u)]
+    return out
 
 
-def _closure(tree: _Tree, folder: str, edges: Mapping[str, list[str]]) -> set[str]:
+def _leaves(entry: str) -> bool:
+    """A relative path out of the repository (it fails to render in a snapshot)."""
+    return entry.startswith("../") or entry.startswith("/")
+
+
+def _host_like(entry: str) -> bool:
+    """Kustomize reads an entry that is no local file or folder as a repository when it names a
+    host: a URL, ``git@host:``, ``git::``, or a first segment with a dot (``github.com/org/repo``)."""
+    first = entry.split("/", 1)[0]
+    return _is_remote(entry) or ("." in first.strip(".") and "/" in entry and not entry.startswith("."))
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _outside_problem(tree: _Tree, folders: Iterable[str], info: Mapping[str, _Kustomization]) -> str:
+    """Why a kustomize root cannot be rendered here: an entry of its closure from outside the
+    repository (never fetched: what Argo CD fetches later may differ, and fetching from a PR's
+    text would let it reach any address the service can)."""
+    for folder in sorted(folders):
+        k = info.get(folder)
+        if k is not None and k.outside:
+            where = f"{folder}/{tree.kustomizations[folder]}" if folder else tree.kustomizations[folder]
+            return (f"{where} loads {k.outside[0]!r}, which is not a file or folder of this repository: "
+                    "kustomize would fetch it from the network, and remote bases are never fetched here, "
+                    "so what it deploys is unknown")
+    return ""
+
+
+def _closure(tree: _Tree, folder: str, info: Mapping[str, _Kustomization]) -> set[str]:
     seen = {folder}
     stack = [folder]
     while stack:
-        for nxt in edges.get(stack.pop(), []):
+        k = info.get(stack.pop())
+        for nxt in k.includes if k is not None else ():
             if nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
@@ -295,7 +398,7 @@ def _source_type(tree: _Tree, src: Mapping[str, Any], path: str) -> str:
 
 
 def _application_root(tree: _Tree, app: Mapping[str, Any], file: str, repo_url: str | None,
-                      edges: Mapping[str, list[str]]) -> Root | None:
+                      info: Mapping[str, _Kustomization]) -> Root | None:
     meta = app.get("metadata") if isinstance(app.get("metadata"), Mapping) else {}
     spec = app.get("spec") if isinstance(app.get("spec"), Mapping) else {}
     name = str(meta.get("name") or "")
@@ -316,7 +419,7 @@ def _application_root(tree: _Tree, app: Mapping[str, Any], file: str, repo_url: 
     refs = {str(s["ref"]): "" for s in sources if s.get("ref") and ours(s)}
     label = f"Application {name}" if app_ns in ("", "argocd") else f"Application {app_ns}/{name}"
     root = Root(id=f"app:{app_ns}/{name}", label=label, sources=[], namespace=dest_ns,
-                read_files={file})
+                read_files={file}, application=json.dumps(app, sort_keys=True))
     external: list[str] = []
     for src in sources:
         if src.get("ref") and not src.get("path") and not src.get("chart"):
@@ -339,8 +442,11 @@ def _application_root(tree: _Tree, app: Mapping[str, Any], file: str, repo_url: 
         if kind == "kustomize":
             opts = _kustomize_options(src.get("kustomize"))
             root.sources.append(RenderSource("kustomize", path, kustomize=opts))
-            root.read_dirs |= _closure(tree, path, edges)
+            closure = _closure(tree, path, info)
+            root.read_dirs |= closure
             root.read_dirs |= {d for c in opts.components if (d := _norm(path, c)) is not None}
+            if not root.problem and (outside := _outside_problem(tree, closure, info)):
+                root.problem, root.tool, root.unknown = outside, "kustomize", True
         elif kind == "helm":
             opts_h, problems = _helm_options(name, src.get("helm"), path, refs, dest_ns)
             if problems:
@@ -371,30 +477,100 @@ def _application_root(tree: _Tree, app: Mapping[str, Any], file: str, repo_url: 
         if not root.sources and root.read_files == {file}:
             root.elsewhere = "; ".join(external)  # a change to its file is a note, not a root
             return root
-        root.problem = root.problem or (
-            f"{'; '.join(external)}: not in this repository, so it cannot be rendered here (the "
-            "webhook service with RAYSERVICE_IMPACT_ARGOCD_SERVER renders it through Argo CD)")
+        if not root.problem:
+            root.problem = (
+                f"{'; '.join(external)}: not in this repository, so it cannot be rendered here (the "
+                "webhook service with RAYSERVICE_IMPACT_ARGOCD_SERVER renders it through Argo CD)")
+            root.unknown = True
         root.tool = root.tool or "argocd"
     return root
 
 
-def _applications(tree: _Tree) -> Iterable[tuple[str, Mapping[str, Any], str]]:
-    """(file, document, kind) of every Application / ApplicationSet in the snapshot."""
+def _applications(tree: _Tree, notes: list[Note]) -> Iterable[tuple[str, Mapping[str, Any], str]]:
+    """(file, document, kind) of every Application / ApplicationSet in the snapshot, recognised by
+    its parsed apiVersion and kind (lists unwrapped), never by a text pattern. A file that may hold
+    one and cannot be read is an error note: what it would deploy is unknown."""
     chart_templates = tuple(f"{c}/templates/" if c else "templates/" for c in tree.charts)
     for rel in tree.files:
         if not rel.endswith(YAML_SUFFIXES) or rel.startswith(chart_templates):
             continue
         data = tree.read(rel)
-        if data is None or len(data) > _MAX_DISCOVERY_FILE or b"argoproj.io" not in data:
+        if data is None or not may_hold(data, ARGOCD_GROUP):
             continue
-        if not (_APP_HINT.search(data) or _APPSET_HINT.search(data)):
+        try:
+            if len(data) > _MAX_DISCOVERY_FILE:
+                raise ManifestError(f"larger than {_MAX_DISCOVERY_FILE} bytes", source=rel)
+            docs = _load_docs(data, rel)
+        except ManifestError as exc:
+            notes.append(Note(rel, f"it may hold an Argo CD Application and cannot be read: {exc.message}",
+                              "error", "render-failed"))
             continue
-        for doc in _load_docs(data):
-            items = doc.get("items") if isinstance(doc, Mapping) and doc.get("kind") == "List" else [doc]
-            for item in items if isinstance(items, list) else []:
-                if (isinstance(item, Mapping) and str(item.get("apiVersion", "")).startswith("argoproj.io/")
-                        and item.get("kind") in ("Application", "ApplicationSet")):
-                    yield rel, item, str(item["kind"])
+        for doc in docs:
+            if (isinstance(doc, Mapping) and api_group(doc) == ARGOCD_GROUP
+                    and doc.get("kind") in ("Application", "ApplicationSet")):
+                yield rel, doc, str(doc["kind"])
+
+
+def read_submodules(snapshot: Snapshot) -> dict[str, str]:
+    """path -> URL of every submodule ``.gitmodules`` declares. An archive of the revision (git
+    archive, GitHub's tarball) holds an empty folder where a submodule is, while Argo CD checks
+    submodules out: their content is never known here."""
+    try:
+        with open(snapshot.path(".gitmodules"), "rb") as fh:
+            return parse_gitmodules(fh.read(_MAX_DISCOVERY_FILE))
+    except OSError:
+        return {}
+
+
+def parse_gitmodules(data: bytes) -> dict[str, str]:
+    """path -> URL from a ``.gitmodules`` text; an unreadable one says every path may be one."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(data.decode("utf-8", errors="replace"))
+    except configparser.Error:
+        return {"": "an unreadable .gitmodules"}  # fail closed: every path may be a submodule
+    out = {}
+    for section in parser.sections():
+        path = parser.get(section, "path", fallback="").strip()
+        norm = _norm("", path) if path else None
+        if norm is not None:
+            out[norm] = parser.get(section, "url", fallback="?").strip()
+    return out
+
+
+class PathIndex:
+    """Which of many roots read a path, in time linear in the path's depth (a PR may touch tens
+    of thousands of files, and a repository hold thousands of roots)."""
+
+    def __init__(self, roots: Iterable[Root]) -> None:
+        self.files: dict[str, list[str]] = {}
+        self.dirs: dict[str, list[str]] = {}
+        for r in roots:
+            for f in r.read_files:
+                self.files.setdefault(f, []).append(r.id)
+            for d in r.read_dirs:
+                self.dirs.setdefault(d, []).append(r.id)
+
+    def readers(self, path: str) -> set[str]:
+        ids = set(self.files.get(path, ()))
+        ids.update(self.dirs.get("", ()))
+        i = len(path)
+        while i > 0:
+            ids.update(self.dirs.get(path[:i], ()))
+            i = path.rfind("/", 0, i)
+        return ids
+
+
+def under(path: str, folders: Mapping[str, str]) -> str | None:
+    """The folder of ``folders`` that is ``path`` or holds it, if any."""
+    if "" in folders:
+        return ""
+    i = len(path)
+    while i > 0:
+        if path[:i] in folders:
+            return path[:i]
+        i = path.rfind("/", 0, i)
+    return None
 
 
 # -- discovery -----------------------------------------------------------------------------------
@@ -402,35 +578,37 @@ def _applications(tree: _Tree) -> Iterable[tuple[str, Mapping[str, Any], str]]:
 def discover(snapshot: Snapshot, *, repo_url: str | None = None) -> Discovery:
     """Every render root of ``snapshot``, by id."""
     tree = _walk(snapshot)
-    edges = {folder: _kustomization_refs(tree, folder) for folder in tree.kustomizations}
+    info = {folder: _kustomization(tree, folder) for folder in tree.kustomizations}
     roots: dict[str, Root] = {}
-    notes: list[tuple[str, str]] = []
+    notes: list[Note] = []
     covered: set[str] = set()  # folders an Application renders: not roots of their own
-    for file, doc, kind in _applications(tree):
+    for file, doc, kind in _applications(tree, notes):
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
         if kind == "ApplicationSet":
-            name = (doc.get("metadata") or {}).get("name", "?") if isinstance(doc.get("metadata"), Mapping) \
-                else "?"
-            notes.append((file, f"ApplicationSet {name}: its generators are not evaluated; the folders it "
-                                "points at are analysed as kustomize, Helm or plain roots"))
+            notes.append(Note(file, f"ApplicationSet {meta.get('name', '?')}: its generators are not "
+                                    "evaluated here, so the Applications it makes (and what they deploy) "
+                                    "are unknown", "error", "unknown-source"))
             continue
-        root = _application_root(tree, doc, file, repo_url, edges)
+        root = _application_root(tree, doc, file, repo_url, info)
         if root is None:
             continue
         if root.elsewhere:
-            notes.append((file, f"{root.label} deploys {root.elsewhere}: not in this repository, "
-                                "so not rendered; whether it holds RayServices, RayClusters or RayJobs is "
-                                "not known here"))
+            notes.append(Note(file, f"{root.label} deploys {root.elsewhere}: not in this repository, so "
+                                    "not rendered; whether it holds RayServices, RayClusters or RayJobs "
+                                    "is not known here", "error", "unknown-source"))
             continue
         roots[root.id] = root
         covered |= {s.path for s in root.sources}
-    included = {d for targets in edges.values() for d in targets}
+    included = {d for k in info.values() for d in k.includes}
     for folder in sorted(tree.kustomizations):
         if folder in included or folder in covered:
             continue
-        closure = _closure(tree, folder, edges)
+        closure = _closure(tree, folder, info)
         root = Root(id=f"kustomize:{folder}", label=f"{folder or '.'} (kustomize)",
                     sources=[RenderSource("kustomize", folder, kustomize=KustomizeOptions())],
                     read_dirs=closure)
+        if outside := _outside_problem(tree, closure, info):
+            root.problem, root.tool, root.unknown = outside, "kustomize", True
         roots[root.id] = root
     in_kustomize = tuple(f"{d}/" for d in tree.kustomizations if d)
     for chart in sorted(tree.charts):
@@ -443,17 +621,46 @@ def discover(snapshot: Snapshot, *, repo_url: str | None = None) -> Discovery:
                     sources=[RenderSource("helm", chart, helm=HelmOptions(release_name=name))],
                     read_dirs={chart})
         roots[root.id] = root
-    claimed = list(roots.values())
+    claimed = PathIndex(roots.values())
     for rel in tree.files:
-        if not rel.endswith(YAML_SUFFIXES):
+        if rel.endswith(YAML_SUFFIXES) and not claimed.readers(rel):
+            roots[f"file:{rel}"] = Root(id=f"file:{rel}", label=rel, sources=[RenderSource("file", rel)],
+                                        read_files={rel})
+    submodules = read_submodules(snapshot)
+    if submodules:
+        _mark_submodule_readers(roots.values(), submodules, info)
+    notes += [Note(file, why) for file, why in snapshot.refused.items()]
+    return Discovery(roots, notes, submodules)
+
+
+def _mark_submodule_readers(roots: Iterable[Root], submodules: Mapping[str, str],
+                            info: Mapping[str, _Kustomization]) -> None:
+    """A root that reads a submodule's folder renders an empty folder here, and the checked-out
+    submodule in Argo CD: its problem says so."""
+    for root in roots:
+        if not root.problem and (sub := _submodule_read(root, submodules, info)) is not None:
+            root.problem = (f"it reads the submodule {sub or '.'} ({submodules[sub]}), whose content is "
+                            "not in this repository's archive but is checked out by Argo CD: what it "
+                            "deploys is unknown")
+            root.tool, root.unknown = "git", True
+
+
+def _submodule_read(root: Root, submodules: Mapping[str, str], info: Mapping[str, _Kustomization]
+                    ) -> str | None:
+    for path in sorted(root.read_dirs | root.read_files):
+        k = info.get(path) if path in root.read_dirs else None
+        if k is not None:  # a kustomization's folder: what it loads, not all that is below it
+            for target in k.targets:
+                if (sub := under(target, submodules)) is not None:
+                    return sub
             continue
-        if any(r.reads(rel) for r in claimed):
-            continue
-        roots[f"file:{rel}"] = Root(id=f"file:{rel}", label=rel, sources=[RenderSource("file", rel)],
-                                    read_files={rel})
-    for file, why in snapshot.refused.items():
-        notes.append((file, why))
-    return Discovery(roots, notes)
+        if (sub := under(path, submodules)) is not None:
+            return sub
+        if path in root.read_dirs:
+            inside = next((s for s in sorted(submodules) if path == "" or s.startswith(path + "/")), None)
+            if inside is not None:
+                return inside
+    return None
 
 
 def release_name_for(folder: str) -> str:

@@ -275,16 +275,16 @@ class GitHubStandIn:
 
         ref, path = request.query_params.get("ref", ""), unquote(g["path"])
         text = self.contents.get((ref, path))
+        raw = text.encode() if text is not None else None
         repo = self.git_repos.get((g["o"], g["r"]))
-        if text is None and repo is not None:
+        if raw is None and repo is not None:  # a git repository's bytes as they are (UTF-16 too)
             shown = subprocess.run(["git", "-C", str(repo), "show", f"{ref}:{path}"], capture_output=True)
-            text = shown.stdout.decode() if shown.returncode == 0 else None
-        if text is None:
+            raw = shown.stdout if shown.returncode == 0 else None
+        if raw is None:
             return _json(NOT_FOUND, 404)
         if request.headers.get("accept", "").startswith("application/vnd.github.raw"):
-            return Response(text.encode(), 200, media_type="application/vnd.github.raw",
-                            headers=_rate_headers())
-        data = base64.b64encode(text.encode()).decode()
+            return Response(raw, 200, media_type="application/vnd.github.raw", headers=_rate_headers())
+        data = base64.b64encode(raw).decode()
         return _json({"type": "file", "encoding": "base64", "content": data, "path": g["path"]}, 200)
 
     def _list_comments(self, request: Request, call: Call, g: dict[str, str]) -> Response:

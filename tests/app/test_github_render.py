@@ -398,7 +398,8 @@ def test_render_argocd_ref_only_source_watches_its_value_files() -> None:
          "helm": {"valueFiles": ["$values/envs/prod/values.yaml"]}},
         {"repoURL": REPO_URL, "ref": "values"}])
     [tracked] = tracked_apps([app], REPO_URL)
-    assert tracked == TrackedApp("chart", "argocd", "ns", ("envs/prod/values.yaml",), (2,))
+    assert tracked == TrackedApp("chart", "argocd", "ns", ("envs/prod/values.yaml",), (2,), tracked.document)
+    assert json.loads(tracked.document)["spec"]["sources"][1] == {"repoURL": REPO_URL, "ref": "values"}
 
 
 def test_webhook_analyses_run_in_the_service_worker_processes(tmp_path: Path) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import stat
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +98,7 @@ def test_multi_source_application_with_ref_values_reads_them(tmp_path: Path, cap
     code, report = run(repo, base, commit(repo), capsys)
     # the chart lives elsewhere: a values change here cannot be judged, so it holds, naming why
     [f] = report["findings"]
-    assert (f["code"], f["path"]) == ("render-failed", "Application llm")
+    assert (f["code"], f["path"]) == ("unknown-source", "Application llm")
     assert "ray-cluster" in f["message"] and "not in this repository" in f["message"]
     assert code == 3
 
@@ -130,7 +133,8 @@ def test_plugin_source_is_a_render_failure(tmp_path: Path, capsys) -> None:
 
 
 @needs_kubectl
-def test_changed_application_set_is_a_note(tmp_path: Path, capsys) -> None:
+def test_changed_application_set_holds_as_unknown(tmp_path: Path, capsys) -> None:
+    """Its generators are not evaluated: the Applications it makes are unknown, so it holds."""
     repo = make_repo(tmp_path)
     base = git(repo, "rev-parse", "HEAD")
     write(repo, "apps/set.yaml", {
@@ -139,19 +143,64 @@ def test_changed_application_set_is_a_note(tmp_path: Path, capsys) -> None:
                  "template": {"metadata": {"name": "{{path.basename}}"}, "spec": {}}}})
     code, report = run(repo, base, commit(repo), capsys)
     [f] = report["findings"]
-    assert (f["severity"], f["code"]) == ("warning", "not-rendered") and "ApplicationSet envs" in f["message"]
-    assert code == 0
+    assert (f["severity"], f["code"]) == ("error", "unknown-source") and "ApplicationSet envs" in f["message"]
+    assert code == 3
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    hits: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+        _Recorder.hits.append(self.path)
+        body = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def loopback() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Recorder.hits = []
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @needs_kubectl
-def test_remote_base_is_a_render_failure_offline(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("entry", ["{url}/base.yaml", "{url}/org/repo//deploy?ref=v1",
+                                   "git::{url}/org/repo.git//deploy", "github.com/org/repo//deploy?ref=v1"])
+def test_remote_base_holds_and_is_never_fetched(tmp_path: Path, capsys, loopback: str, entry: str) -> None:
+    """A remote base is unknown (what Argo CD fetches later may differ), and rendering never
+    reaches the network: a server on loopback sees no request at all."""
     repo = make_repo(tmp_path)
     base = git(repo, "rev-parse", "HEAD")
     edit_yaml(repo, "overlays/prod/kustomization.yaml",
-              lambda d: d["resources"].append("https://127.0.0.1:9/org/repo//deploy?ref=v1"))
+              lambda d: d["resources"].append(entry.format(url=loopback)))
     code, report = run(repo, base, commit(repo), capsys)
     [f] = report["findings"]
-    assert f["code"] == "render-failed" and f["path"] == "overlays/prod (kustomize)" and code == 3
+    assert (f["severity"], f["code"], f["path"]) == ("error", "unknown-source", "overlays/prod (kustomize)")
+    assert "never fetched" in f["message"] and code == 3
+    assert _Recorder.hits == []
+
+
+@needs_kubectl
+def test_remote_patch_file_holds_and_is_never_fetched(tmp_path: Path, capsys, loopback: str) -> None:
+    repo = make_repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    edit_yaml(repo, "overlays/prod/kustomization.yaml",
+              lambda d: d.setdefault("patches", []).append({"path": f"{loopback}/patch.yaml"}))
+    code, report = run(repo, base, commit(repo), capsys)
+    [f] = report["findings"]
+    assert (f["code"], code, _Recorder.hits) == ("unknown-source", 3, [])
 
 
 # -- the child process: its environment, its limits, the renderer choice ------------------------
