@@ -6,6 +6,14 @@ parsed objects are handed to the core as one JSON document per item. Server-set 
 (status, managedFields, resourceVersion, uid, generation, creationTimestamp, the
 last-applied annotation) are stripped by the core itself, and the CRD's defaults are
 applied to both sides there too.
+
+A body that is not such an answer is refused, never read as "no resources" (which approves):
+one without ``items``, Argo CD's error answer (``{"error", "code", "message"}``, the
+``runtimeError`` of its swagger), or an item with neither state. The HTTP route asks for the
+``items`` key itself (:func:`check_managed_body`); the PreSync hook, which reads Argo CD's own
+200 answer, takes a missing ``items`` as none, since Argo CD's JSON leaves an empty list out
+(``json:"items,omitempty"`` on ``ManagedResourcesResponse``, pkg/apiclient/application/
+application.pb.go).
 """
 
 from __future__ import annotations
@@ -41,17 +49,68 @@ def _state(item: Mapping[str, Any], field: str, index: int) -> dict[str, Any] | 
     return value
 
 
-def texts_from_managed_resources(body: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+_ABSENT = (None, "", "null")  # a state Argo CD sends for an object missing on that side
+_ERROR_KEYS = ("error", "code", "message")  # runtimeError (swagger.json): a failed call's body
+
+
+def check_managed_body(body: Any, *, require_items: bool = True) -> list[Any]:
+    """The ``items`` of a managed-resources answer, or :class:`ManagedResourcesError` naming what
+    is wrong: not an object, Argo CD's error answer, no ``items`` list (when ``require_items``;
+    ``{"items": []}`` is an application without resources), an item that is not an object or
+    that has neither ``targetState`` nor ``liveState``."""
+    if not isinstance(body, Mapping):
+        raise ManagedResourcesError(f"expected Argo CD's managed-resources answer, an object with an 'items' "
+                                    f"array; found a JSON {_json_type(body)}")
+    if "error" in body or ("items" not in body and any(k in body for k in _ERROR_KEYS)):
+        raise ManagedResourcesError("this is Argo CD's error answer, not its managed resources: "
+                                    + _error(body))
+    items = body.get("items")
+    if items is None and require_items:
+        found = ", ".join(sorted(map(str, body))[:5]) or "none"
+        raise ManagedResourcesError(
+            "no 'items' array: expected Argo CD's managed-resources answer {\"items\": [...]} "
+            f"(keys found: {found}); an application without managed resources is {{\"items\": []}}")
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ManagedResourcesError(f"'items' must be an array, found a JSON {_json_type(items)}")
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ManagedResourcesError(f"items[{i}] must be an object, found a JSON {_json_type(item)}")
+        if item.get("targetState") in _ABSENT and item.get("liveState") in _ABSENT:
+            raise ManagedResourcesError(f"items[{i}]{_named(item)}: neither targetState nor liveState (an "
+                                        "object is missing on at most one side)")
+    return items
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else next((n for t, n in names.items() if isinstance(value, t)), "value")
+
+
+def _error(body: Mapping[str, Any]) -> str:
+    """Argo CD's own words, shortened: ``permission denied (code 7)``."""
+    text = str(body.get("message") or body.get("error") or "no message")[:200]
+    code = body.get("code")
+    return f"{text} (code {code})" if isinstance(code, int) and not isinstance(code, bool) else text
+
+
+def _named(item: Mapping[str, Any]) -> str:
+    parts = [str(item.get(k))[:100] for k in ("kind", "name") if isinstance(item.get(k), str) and item.get(k)]
+    return f" ({' '.join(parts)})" if parts else ""
+
+
+def texts_from_managed_resources(body: Any, *, require_items: bool = False
+                                 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(before, after) as ``(source, text)`` pairs, one per RayService, RayCluster or RayJob item
     (group ``ray.io``; an item without kind or group is passed on: the core reads its object's
-    own ``kind``, and names a RayCluster its RayService or RayJob owns as not analysed)."""
-    if not isinstance(body, Mapping) or not isinstance(body.get("items", []), list):
-        raise ManagedResourcesError("expected an object with an 'items' array")
+    own ``kind``, and names a RayCluster its RayService or RayJob owns as not analysed).
+
+    The body is checked first (:func:`check_managed_body`); ``require_items`` as there.
+    """
     before: list[tuple[str, str]] = []
     after: list[tuple[str, str]] = []
-    for i, item in enumerate(body.get("items") or []):
-        if not isinstance(item, Mapping):
-            raise ManagedResourcesError(f"items[{i}] must be an object")
+    for i, item in enumerate(check_managed_body(body, require_items=require_items)):
         if item.get("kind") not in (None, *KINDS) or item.get("group") not in (None, "ray.io"):
             continue
         name = f"{item.get('namespace') or 'default'}/{item.get('name') or i}"

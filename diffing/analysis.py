@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import serve
-from .capacity import human, is_accelerator
+from .capacity import human
 from .engine import RCC, Engine
 from .errors import ManifestError
 from .findings import Context, collect_findings, duplicate_findings
@@ -24,6 +24,7 @@ from .loading import Limits
 from .manifests import (
     KIND_ORDER,
     Duplicate,
+    Ident,
     Manifest,
     ObjectKey,
     Texts,
@@ -51,14 +52,16 @@ from .rollout import (
 )
 from .schema import transition_errors, validate
 from .sizing import estimate_capacity
-from .validation import validate_rayservice
+from .validation import external_manager, validate_rayservice
 from .values import dig, seq
 
 
 def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
                  after: Manifest | None, *, headroom: Mapping[str, Fraction] | None,
                  live: LiveCluster | None, argo_apps: list[Any],
-                 duplicates: Sequence[Duplicate] = ()) -> ResourceReport:
+                 duplicates: Sequence[Duplicate] = (), replacing: Sequence[str] = ()) -> ResourceReport:
+    """One RayService's report. ``replacing`` names the objects the same change deletes
+    (:func:`replaced_by`): created next to them, the RayService's needs are extra capacity."""
     rules, policy = engine.rules, engine.policy
     main = after or before
     assert main is not None
@@ -148,7 +151,7 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     if action == "unchanged":
         decision, headline = APPROVE, ""  # nothing is being applied, whatever the manifest says
     else:
-        decision, headline = decide(pair, engine, rollout, capacity, headroom, live)
+        decision, headline = decide(pair, engine, rollout, capacity, headroom, live, replacing)
     ignore: tuple[dict[str, Any], ...] = ()
     if decision == IGNORE:
         ignore = (ignore_differences_entry(key),)
@@ -158,8 +161,8 @@ def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
     steps: tuple[str, ...] = ()
     if decision == HOLD:
         steps = next_steps(rollout=rollout, cause=pair.cause, strategy=strategy_note, changes=pair.changes,
-                           findings=findings, extra=capacity.extra,
-                           is_accelerator=lambda name: is_accelerator(name, policy.accelerators))
+                           findings=findings, extra=capacity.extra, is_accelerator=policy.counts,
+                           replacing=bool(replacing), declared=policy.accelerators)
     return ResourceReport(
         api_version=main.api_version, namespace=key[0], name=key[1], action=action,
         rollout=rollout, decision=decision, reasons=tuple(pair.reasons), changes=tuple(pair.changes),
@@ -231,22 +234,25 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
     befores, _, b_dups = collect_all(before_text, sources[0], lim, b_others)
     afters, apps, a_dups = collect_all(after_text, sources[1], lim, a_others)
     not_analysed = changed_others(b_others, a_others)
+    deleted = replaced_by(befores, afters)
     resources = []
     for ident in sorted(set(befores) | set(afters), key=lambda i: (KIND_ORDER[i[0]], i[1], i[2])):
         kind, key = ident[0], (ident[1], ident[2])
         dups = [d for d in (a_dups if ident in afters else b_dups) if d.key == ident]
         before, after = befores.get(ident), afters.get(ident)
+        replacing = deleted if before is None else ()
         if kind == "RayService":
             resources.append(analyze_pair(engine, key, before, after, headroom=room,
                                           live=(live or {}).get(f"{key[0]}/{key[1]}"), argo_apps=apps,
-                                          duplicates=dups))
+                                          duplicates=dups, replacing=replacing))
         elif kind == "RayCluster":
             resources.append(analyze_cluster(engine, key, before, after, headroom=room,
                                              live=(live or {}).get(live_key(ident)), argo_apps=apps,
-                                             duplicates=dups))
+                                             duplicates=dups, replacing=replacing))
         else:
             resources.append(analyze_job(engine, key, before, after, headroom=room, argo_apps=apps,
-                                         duplicates=dups, live=(live or {}).get(live_key(ident))))
+                                         duplicates=dups, live=(live or {}).get(live_key(ident)),
+                                         replacing=replacing))
     general = tuple(sorted((weigh_note(n, pol) for n in notes),
                            key=lambda f: SEVERITY_ORDER.get(f.severity, 3)))
     blocked = any(f.severity == "error" and (f.code == "render-failed" or pol.hold_on_errors)
@@ -259,6 +265,22 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
 
 
 NOTHING = "no RayService, RayCluster or RayJob in the change"
+
+
+def replaced_by(befores: Mapping[Ident, Manifest], afters: Mapping[Ident, Manifest]) -> tuple[str, ...]:
+    """The analysed objects the change deletes while it creates others (``RayService ns/old``).
+
+    A rename (``metadata.name`` is immutable) or a move is a delete plus a create, and Argo CD
+    does not wait for the deleted object's pods to go before the new one's are built; without
+    prune the old one stays. So a created object runs next to these: its accelerators are extra
+    capacity. An object another controller manages (``spec.managedBy``) runs nothing here and
+    frees nothing when deleted. Empty when nothing is both created and deleted.
+    """
+    if not any(ident not in befores for ident in afters):
+        return ()
+    return tuple(f"{kind} {ns}/{name}" for (kind, ns, name), m in sorted(
+        befores.items(), key=lambda item: (KIND_ORDER[item[0][0]], item[0][1], item[0][2]))
+        if (kind, ns, name) not in afters and external_manager(m.obj) is None)
 
 
 def weigh_note(note: Finding, policy: Policy) -> Finding:

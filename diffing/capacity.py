@@ -17,6 +17,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from .pods import is_extended
 from .quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, format_amount
 from .values import dig, mapping, seq
 
@@ -36,9 +37,59 @@ def is_gpu(name: str) -> bool:
     return bool(_GPU.search(name))
 
 
-def is_accelerator(name: str, extra: Iterable[str] = ()) -> bool:
-    return (is_gpu(name) or name == "google.com/tpu" or name.startswith("aws.amazon.com/neuron")
-            or name in extra)
+# The accelerator families the report names, first match wins. Matching a family only adds a
+# name for people: every extended resource counts (is_accelerator), named or not.
+_FAMILIES = (
+    (re.compile(r"^nvidia\.com/mig-"), "NVIDIA MIG slice"),
+    (re.compile(r"^nvidia\.com/gpu\.shared$"), "NVIDIA GPU shared by time-slicing or MPS"),
+    (re.compile(r"^nvidia\.com/"), "NVIDIA GPU"),
+    (re.compile(r"^amd\.com/gpu"), "AMD GPU"),
+    (re.compile(r"^gpu\.intel\.com/"), "Intel GPU"),
+    (re.compile(r"^habana\.ai/"), "Habana Gaudi accelerator"),
+    (re.compile(r"^google\.com/tpu$"), "Google TPU"),
+    (re.compile(r"^aws\.amazon\.com/neuron"), "AWS Neuron device"),
+    (re.compile(r"^(xilinx\.com|amd\.com/xilinx)"), "FPGA"),
+    (re.compile(r"^qualcomm\.com/qaic"), "Qualcomm Cloud AI accelerator"),
+)
+# What this tool counted before every extended resource did: reports that name only these
+# read as they always did (no family note).
+_PLAIN = re.compile(r"^(google\.com/tpu|aws\.amazon\.com/neuron.*)$")
+
+
+def family(name: str) -> str:
+    """The accelerator family of a resource name for people (``habana.ai/gaudi`` → Habana Gaudi
+    accelerator), or ``""`` for one no family matches."""
+    return next((label for pattern, label in _FAMILIES if pattern.search(name)), "")
+
+
+def is_known_accelerator(name: str) -> bool:
+    """A name of a known accelerator family (or a GPU by KubeRay's rule): always counted, the
+    policy cannot exclude it."""
+    return is_gpu(name) or bool(family(name))
+
+
+def is_accelerator(name: str, extra: Iterable[str] = (), excluded: Iterable[str] = ()) -> bool:
+    """A scarce device the rollout must find free: every extended resource, GPUs by KubeRay's
+    rule, and the policy's ``accelerators``; minus the policy's ``notAccelerators``.
+
+    An extended resource is a device a plugin advertises in whole units; doubling one is what
+    a second RayCluster does, so an unknown name counts like a GPU (fail closed) until the
+    policy says it is not scarce.
+    """
+    if is_gpu(name) or name in extra:
+        return True
+    return is_extended(name) and name not in excluded
+
+
+def family_note(name: str) -> str:
+    """`` (Intel GPU)`` after a name the report did not always count; ``""`` for a GPU by
+    KubeRay's rule, a TPU or a Neuron device, so reports about those read as before."""
+    if is_gpu(name) or _PLAIN.match(name) or not is_extended(name):
+        return ""
+    label = family(name)
+    if label:
+        return f" ({label})"
+    return " (an extended resource, counted as an accelerator; policy notAccelerators excludes it)"
 
 
 # Per resource name, how many quantities the manifest wrote in the decimal and the binary

@@ -341,7 +341,7 @@ def _gpu_scheduling(ctx: Context) -> Iterator[Finding]:
     for path, g in ctx.groups():
         spec = dig(g, "template", "spec")
         gpus = [k for c in seq(spec.get("containers")) for k in cap.container_resources(c)
-                if cap.is_accelerator(k)]
+                if ctx.engine.policy.counts(k)]
         if gpus and not spec.get("tolerations") and not spec.get("nodeSelector") and not spec.get("affinity"):
             yield ctx.finding("info", "gpu-without-toleration", path + ("template", "spec"),
                               f"pods request {gpus[0]} but have no toleration, nodeSelector or affinity: "

@@ -4,8 +4,9 @@ Only PyYAML's safe constructors are used (its C parser when libyaml is present).
 document is turned into Python values, its node graph is checked: aliases may not expand
 past ``max_nodes`` (a "billion laughs" text is refused, not expanded), nesting may not pass
 ``max_depth``, anchors may not refer to themselves and a mapping may not repeat a key
-(the Kubernetes API server refuses duplicate keys, PyYAML would keep the last one).
-The composed nodes are kept, so a path can be turned back into a line number.
+(the Kubernetes API server refuses duplicate keys, PyYAML would keep the last one), and an
+integer may not pass 64 bits (:data:`MIN_INT`..:data:`MAX_INT`). The composed nodes are kept,
+so a path can be turned back into a line number.
 """
 
 from __future__ import annotations
@@ -139,6 +140,40 @@ def _construct_float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
     return value
 
 
+# Kubernetes reads YAML through go-yaml (sigs.k8s.io/yaml), whose resolver takes an integer
+# as an int64, else as a uint64, and nothing wider (gopkg.in/yaml.v2 resolve.go, resolve():
+# strconv.ParseInt then ParseUint, bitSize 64): a wider one is a float or a string there, never
+# the integer it reads as here. Refused with its location, it also never reaches Python's
+# 4 300-digit limit on printing an integer (``0x`` + 3 600 ``f`` parses, then every str() of it
+# raises ValueError: a traceback, an HTTP 500). No manifest, policy or serveConfigV2 needs more.
+MIN_INT, MAX_INT = -(2**63), 2**64 - 1
+# Text longer than this is no 64-bit integer whatever its base (``-0b`` + 64 digits + ``_``
+# separators fit), so it is refused before it is converted at all.
+_MAX_INT_TEXT = 100
+
+
+class IntegerOutOfRange(yaml.constructor.ConstructorError):
+    """An integer scalar beyond 64 bits; ``node`` is the scalar, to find its path."""
+
+    def __init__(self, node: yaml.Node, shown: str) -> None:
+        super().__init__(None, None, f"integer {shown} is out of range: Kubernetes reads integers as "
+                         f"64-bit (from {MIN_INT} to {MAX_INT})", node.start_mark)
+        self.node = node
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+    """PyYAML's integer (decimal, ``0x``, ``0o``/``0``, ``0b``, ``_``, sexagesimal), bounded to
+    64 bits; the message shows at most 24 characters of the text."""
+    text = str(node.value)
+    shown = repr(text) if len(text) <= 24 else f"{text[:20]!r}… ({len(text)} characters)"
+    if len(text) > _MAX_INT_TEXT:
+        raise IntegerOutOfRange(node, shown)
+    value = yaml.SafeLoader.construct_yaml_int(loader, node)
+    if not MIN_INT <= value <= MAX_INT:
+        raise IntegerOutOfRange(node, shown)
+    return int(value)
+
+
 def _construct_set(loader: yaml.SafeLoader, node: yaml.Node) -> dict[str, None]:
     """``!!set`` is a mapping of keys to null once converted to JSON, as Kubernetes reads it."""
     return {_json_key(k): None for k in loader.construct_mapping(node)}  # type: ignore[arg-type]
@@ -157,6 +192,7 @@ _Constructor.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
 _Constructor.add_constructor("tag:yaml.org,2002:binary", _construct_str)
 _Constructor.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
 _Constructor.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_Constructor.add_constructor(_INT, _construct_int)
 _Constructor.add_constructor("tag:yaml.org,2002:set", _construct_set)
 _Constructor.add_constructor("tag:yaml.org,2002:omap", _construct_pairs)
 _Constructor.add_constructor("tag:yaml.org,2002:pairs", _construct_pairs)
@@ -293,7 +329,8 @@ def _build(loader: _Constructor, node: yaml.Node, limits: Limits, where: dict[st
             return n.value
         if tag == _INT:
             v = n.value
-            if v.isdigit() and (v[0] != "0" or len(v) == 1):  # YAML 1.1: 010 is octal
+            # YAML 1.1: 010 is octal; 19 digits always fit in 64 bits (longer ones are checked)
+            if v.isdigit() and (v[0] != "0" or len(v) == 1) and len(v) <= 19:
                 return int(v)
         return construct(n)
 
@@ -477,6 +514,8 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
                     continue
                 except _Slow:
                     _check_depth(node, limits, where)
+                except IntegerOutOfRange as exc:
+                    raise _out_of_range(exc, node, where) from None
                 except yaml.MarkedYAMLError as exc:
                     mark = exc.problem_mark or exc.context_mark
                     raise ManifestError(_yaml_reason(exc), line=mark.line + 1 if mark else None,
@@ -489,6 +528,8 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
             try:
                 if value is _NOTHING:
                     value = loader.construct_document(node)
+            except IntegerOutOfRange as exc:
+                raise _out_of_range(exc, node, where) from None
             except yaml.MarkedYAMLError as exc:
                 mark = exc.problem_mark or exc.context_mark
                 raise ManifestError(_yaml_reason(exc), line=mark.line + 1 if mark else None,
@@ -499,6 +540,34 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
             yield Document(index, value, node)
     finally:
         loader.dispose()
+
+
+def _out_of_range(exc: IntegerOutOfRange, root: yaml.Node, where: dict[str, Any]) -> ManifestError:
+    """The located error for an integer beyond 64 bits: source, document, line and path."""
+    return ManifestError(str(exc.problem), line=exc.node.start_mark.line + 1,
+                         path=format_path(_path_to(root, exc.node)), **where)
+
+
+def _path_to(root: yaml.Node, target: yaml.Node) -> Path:
+    """The path from ``root`` to ``target`` (its first occurrence; a key node's path is its
+    mapping's). Only walked for an error message; iterative, shared nodes visited once."""
+    stack: list[tuple[yaml.Node, Path]] = [(root, ())]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((item, path + (i,)) for i, item in reversed(list(enumerate(node.value))))
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in reversed(node.value):
+                segment = str(key.value) if isinstance(key, yaml.ScalarNode) else "?"
+                stack.append((value, path + (segment,)))
+                stack.append((key, path))
+    return ()
 
 
 def load_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFAULT_LIMITS

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .capacity import is_extended, is_known_accelerator
 from .kuberay import Category
 from .report import Change, Finding
 
@@ -47,9 +48,13 @@ def _serve_could_carry(changes: Sequence[Change]) -> bool:
 
 
 def next_steps(*, rollout: str, cause: str, strategy: str, changes: Sequence[Change],
-               findings: Sequence[Finding], extra: Mapping[str, Any], is_accelerator: Callable[[str], bool]
-               ) -> tuple[str, ...]:
-    """The ways out of a hold, most specific first (call only for a held resource)."""
+               findings: Sequence[Finding], extra: Mapping[str, Any], is_accelerator: Callable[[str], bool],
+               replacing: bool = False, declared: Sequence[str] = ()) -> tuple[str, ...]:
+    """The ways out of a hold, most specific first (call only for a held resource).
+
+    ``replacing``: the resource is created while the change deletes another (a rename);
+    ``declared``: the policy's own ``accelerators`` (no hint to exclude those).
+    """
     steps: list[str] = []
     if any(f.severity == "error" for f in findings):
         steps.append("fix the error findings below: they hold whatever else the change does")
@@ -73,5 +78,30 @@ def next_steps(*, rollout: str, cause: str, strategy: str, changes: Sequence[Cha
         if _serve_could_carry(changes):
             steps.append("if these are settings of your Serve apps, move them to `serveConfigV2` "
                          "(`runtime_env.env_vars`): Serve applies them in place, no new cluster")
+    if rollout == "create" and replacing and gpus:
+        steps.extend(replacement_steps(gpus))
+    steps.extend(unknown_device_steps(gpus, declared))
     steps.append(OVERRIDE)
     return tuple(steps)
+
+
+def replacement_steps(gpus: Mapping[str, Any]) -> list[str]:
+    """The ways out of a hold on an object created while the change deletes another."""
+    need = ", ".join(f"{v} {k}" for k, v in gpus.items())
+    flags = " ".join(f"{k}={v}" for k, v in gpus.items())
+    return [f"make room for {need} while the old and the new object both run, and say so: `--headroom "
+            f"{flags}` (the Action's `headroom:` input) or the policy's `thresholds`",
+            "or split the change: delete the old object in one change and sync it (with prune), then add "
+            "the new one, so the two never run together (metadata.name cannot change in place)"]
+
+
+def unknown_device_steps(gpus: Mapping[str, Any], declared: Sequence[str]) -> list[str]:
+    """A hint for extended resources no accelerator family names: they count until the policy
+    says they are not scarce."""
+    unknown = [k for k in gpus if is_extended(k) and not is_known_accelerator(k) and k not in declared]
+    if not unknown:
+        return []
+    names = ", ".join(unknown)
+    return [f"{names} {'is an extended resource' if len(unknown) == 1 else 'are extended resources'} "
+            "(a device plugin's) and counted like a GPU; if it is not a scarce device, say so in the policy: "
+            f"`notAccelerators: [{names}]`"]

@@ -29,7 +29,10 @@ def is_native(name: str) -> bool:
 
 
 def is_extended(name: str) -> bool:
-    """``helper.IsExtendedResourceName``: every accelerator (nvidia.com/gpu, google.com/tpu...)."""
+    """``helper.IsExtendedResourceName`` (pkg/apis/core/v1/helper/helpers.go): a domain-qualified
+    name outside ``kubernetes.io/``, without the quota prefix ``requests.``; what device plugins
+    advertise (nvidia.com/gpu, habana.ai/gaudi, gpu.intel.com/i915...). cpu, memory,
+    ephemeral-storage, storage and ``hugepages-*`` carry no domain: native."""
     return not is_native(name) and not name.startswith("requests.")
 
 

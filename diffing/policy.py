@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .capacity import is_accelerator
+from .capacity import family, is_accelerator, is_extended, is_known_accelerator
 from .errors import PolicyError
 from .quantity import Quantity, QuantityError
 
@@ -16,8 +16,8 @@ HOLD_ON_RECREATE = ("always", "gpu-only", "never")
 NOT_APPLIED = ("hold", "warn")
 RENDER_FAILURE = ("hold", "warn")
 HOLD_ON_LATENT = ("version-skew", "always", "never")
-_KEYS = {"holdOnRecreate", "thresholds", "notApplied", "operator", "accelerators", "holdOnErrors",
-         "renderFailure", "raycluster"}
+_KEYS = {"holdOnRecreate", "thresholds", "notApplied", "operator", "accelerators", "notAccelerators",
+         "holdOnErrors", "renderFailure", "raycluster"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,10 @@ class Policy:
       for accelerators; CPU and memory are only checked when listed).
     * ``not_applied``: ``hold`` (default) or ``warn`` when the operator will not apply a change.
     * ``feature_gates`` / ``operator_env``: the operator's own settings.
-    * ``accelerators``: extra resource names to count as accelerators.
+    * ``accelerators``: extra resource names to count as accelerators (every extended
+      resource already counts, see :func:`diffing.capacity.is_accelerator`).
+    * ``not_accelerators`` (``notAccelerators``): extended resources that are not scarce
+      devices (``example.com/foo``); a known accelerator family cannot be listed.
     * ``render_failure``: ``hold`` (default) or ``warn`` when a root the change touched could
       not be rendered (kustomize, Helm): its RayServices were not compared at all.
     * ``cluster_hold_on_recreate`` (``raycluster.holdOnRecreate``, default true): hold a
@@ -51,6 +54,11 @@ class Policy:
     render_failure: str = "hold"
     cluster_hold_on_recreate: bool = True
     cluster_hold_on_latent: str = "version-skew"
+    not_accelerators: tuple[str, ...] = ()
+
+    def counts(self, name: str) -> bool:
+        """``name`` is an accelerator under this policy: extra capacity of it must be free."""
+        return is_accelerator(name, self.accelerators, self.not_accelerators)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Policy:
@@ -79,9 +87,8 @@ class Policy:
         env = operator.get("env") or {}
         if not isinstance(env, Mapping):
             raise PolicyError("must map variable names to strings", key="operator.env")
-        accel = data.get("accelerators") or []
-        if not isinstance(accel, list) or not all(isinstance(a, str) for a in accel):
-            raise PolicyError("must be a list of resource names", key="accelerators")
+        accel = _names(data, "accelerators")
+        not_accel = _not_accelerators(data, accel)
         hold_errors = _flag(data, "holdOnErrors", True)
         render_failure = _choice(data, "renderFailure", RENDER_FAILURE, "hold")
         cluster = data.get("raycluster") or {}
@@ -90,8 +97,44 @@ class Policy:
         cluster_recreate = _flag(cluster, "holdOnRecreate", True, "raycluster.")
         cluster_latent = _choice(cluster, "holdOnLatent", HOLD_ON_LATENT, "version-skew", "raycluster.")
         return cls(hold, thresholds, not_applied, dict(gates),
-                   {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in env.items()},
-                   tuple(accel), hold_errors, render_failure, cluster_recreate, cluster_latent)
+                   {str(k): _env_value(k, v) for k, v in env.items()},
+                   tuple(accel), hold_errors, render_failure, cluster_recreate, cluster_latent,
+                   tuple(not_accel))
+
+
+def _names(data: Mapping[str, Any], key: str) -> list[str]:
+    """``data[key]``, a list of resource names."""
+    names = data.get(key) or []
+    if not isinstance(names, list) or not all(isinstance(a, str) and a for a in names):
+        raise PolicyError("must be a list of resource names", key=key)
+    return names
+
+
+def _not_accelerators(data: Mapping[str, Any], accelerators: list[str]) -> list[str]:
+    """``notAccelerators``: extended resources a team declares not scarce. A known family
+    (nvidia.com/gpu, habana.ai/gaudi...) always counts: excluding one would approve doubling it."""
+    names = _names(data, "notAccelerators")
+    for name in names:
+        if not is_extended(name):
+            raise PolicyError(f"{name!r} is not an extended resource (domain/name outside kubernetes.io/); "
+                              "only those count as accelerators", key="notAccelerators")
+        if is_known_accelerator(name):
+            what = family(name) or "a GPU"
+            raise PolicyError(f"{name!r} is a known accelerator ({what}) and always counts; tolerate an "
+                              "amount of it with thresholds instead", key="notAccelerators")
+        if name in accelerators:
+            raise PolicyError(f"{name!r} is also listed under accelerators", key="notAccelerators")
+    return names
+
+
+def _env_value(name: Any, value: Any) -> str:
+    """An operator env value as the operator reads it (a string)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int) and value.bit_length() > _MAX_BITS:
+        raise PolicyError(f"an integer of {value.bit_length()} bits is not a setting",
+                          key=f"operator.env.{name}")
+    return str(value)
 
 
 def _choice(data: Mapping[str, Any], key: str, choices: tuple[str, ...], default: str,
@@ -112,7 +155,19 @@ def _flag(data: Mapping[str, Any], key: str, default: bool, prefix: str = "") ->
 
 # No cluster has an exa of anything: a larger amount is a typo, not headroom.
 MAX_AMOUNT = Fraction(10**18)
+# An integer wider than 64 bits is no Kubernetes number; refused before it is printed (Python
+# refuses to turn an integer of more than 4 300 digits into text: that was a 500).
+_MAX_BITS = 64
 _EXPONENT = re.compile(r"[eE][+-]?([0-9]+)\s*$")
+
+
+def _shown(raw: Any) -> str:
+    """``repr(raw)`` for a message, at most 80 characters (a list may hold anything)."""
+    try:
+        text = repr(raw)
+    except ValueError:  # an integer beyond Python's 4 300-digit conversion limit inside it
+        return f"a {type(raw).__name__} too large to show"
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def amount_of(name: Any, raw: Any, what: str) -> Fraction:
@@ -123,7 +178,10 @@ def amount_of(name: Any, raw: Any, what: str) -> Fraction:
     """
     key = f"{what}.{name}"
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
-        raise PolicyError(f"{raw!r} is not an amount", key=key)
+        raise PolicyError(f"{_shown(raw)} is not an amount", key=key)
+    if isinstance(raw, int) and raw.bit_length() > _MAX_BITS:
+        raise PolicyError(f"an integer of {raw.bit_length()} bits is not a plausible amount (more than "
+                          "10^18)", key=key)
     exponent = _EXPONENT.search(raw) if isinstance(raw, str) else None
     if exponent and len(exponent.group(1)) > 3:
         raise PolicyError(f"{raw!r} is not a plausible amount", key=key)

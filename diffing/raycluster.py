@@ -39,10 +39,11 @@ from .gojson import ABSENT
 from .kuberay import ClusterCategory as C
 from .live import LiveCluster
 from .manifests import Duplicate, Manifest
+from .nextsteps import replacement_steps, unknown_device_steps
 from .paths import Key, Path, format_path, schema_path
 from .pods import pod_problems
 from .report import APPROVE, HOLD, IGNORE, SEVERITY_ORDER, Capacity, Change, Finding, ResourceReport
-from .rollout import known_headroom, shortfalls
+from .rollout import known_headroom, replacement_headline, replacement_reason, shortfalls
 from .schema import transition_errors, validate
 from .validation import external_manager, validate_raycluster
 from .values import dig, mapping, seq
@@ -81,7 +82,9 @@ class _Work:
 
 def analyze_cluster(engine: Engine, key: tuple[str, str], before: Manifest | None, after: Manifest | None, *,
                     headroom: Mapping[str, Fraction] | None, live: LiveCluster | None, argo_apps: list[Any],
-                    duplicates: Sequence[Duplicate] = ()) -> ResourceReport:
+                    duplicates: Sequence[Duplicate] = (), replacing: Sequence[str] = ()) -> ResourceReport:
+    """One standalone RayCluster's report. ``replacing`` names the objects the same change
+    deletes: a RayCluster created next to them needs its accelerators free (a rename)."""
     rules, policy = engine.rules, engine.policy
     main = after or before
     assert main is not None
@@ -151,7 +154,7 @@ def analyze_cluster(engine: Engine, key: tuple[str, str], before: Manifest | Non
     if action == "unchanged":
         decision, headline = APPROVE, ""
     else:
-        decision, headline = _decide(w, rollout, capacity, known_headroom(headroom, live), moves)
+        decision, headline = _decide(w, rollout, capacity, known_headroom(headroom, live), moves, replacing)
     ignore: tuple[dict[str, Any], ...] = (ignore_entry(key),) if decision == IGNORE else ()
     findings = tuple(sorted(w.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 3)))
     return ResourceReport(
@@ -666,7 +669,7 @@ def _strategy_switch(w: _Work, rollout: str) -> Iterator[Finding]:
 
 
 def _decide(w: _Work, rollout: str, capacity: Capacity, known: Mapping[str, Fraction] | None,
-            moves: _Moves) -> tuple[str, str]:
+            moves: _Moves, replacing: Sequence[str] = ()) -> tuple[str, str]:
     policy = w.engine.policy
     codes = {f.code for f in w.findings}
     errors = [f for f in w.findings if f.severity == "error"]
@@ -718,12 +721,17 @@ def _decide(w: _Work, rollout: str, capacity: Capacity, known: Mapping[str, Frac
             raw = capacity.extra[name]
             where = "no headroom is known" if known is None else \
                 f"the known headroom covers {cap.human(name, known.get(name, 0))}"
-            hold.append((f"the new pods need {cap.human(name, raw)} more {name}; {where} (without room "
+            hold.append((f"the new pods need {cap.human(name, raw)} more {name}{cap.family_note(name)}; "
+                         f"{where} (without room "
                          "they stay Pending)", "no headroom is known" if known is None else
                          f"the known headroom ({name}: {cap.human(name, known.get(name, 0))}) does "
                          "not cover it"))
             w.steps.append("free or add the capacity first, or pass the real headroom (--headroom)")
+    if rollout == "create" and replacing and capacity.extra:
+        hold.extend(_replacement_holds(w, capacity, known, replacing))
     if hold:
+        counted = {k: v for k, v in capacity.extra.items() if policy.counts(k) and isinstance(v, int) and v}
+        w.steps.extend(unknown_device_steps(counted, policy.accelerators))
         w.reasons.extend(r for r, _ in hold)
         return HOLD, hold[0][1]
     if only_owned and w.autoscaling:
@@ -731,3 +739,29 @@ def _decide(w: _Work, rollout: str, capacity: Capacity, known: Mapping[str, Frac
                          "(with ApplyOutOfSyncOnly=true) instead of syncing them")
         return IGNORE, ""
     return APPROVE, ""
+
+
+def _replacement_holds(w: _Work, capacity: Capacity, known: Mapping[str, Fraction] | None,
+                       replacing: Sequence[str]) -> list[tuple[str, str]]:
+    """A RayCluster created while the change deletes another object (a rename): both run until
+    the old one is pruned, so its accelerators must be free, as for a scale-up (holdOnRecreate
+    never / always weighs it like a RayService's second cluster)."""
+    policy = w.engine.policy
+    w.reasons.append(replacement_reason("RayCluster", replacing))
+    if policy.hold_on_recreate == "never":
+        return []
+    headline = replacement_headline(replacing, known is None)
+    if policy.hold_on_recreate == "always":
+        return [("policy holdOnRecreate=always: every cluster recreation is held", headline)]
+    out = []
+    for name, _, _ in shortfalls(policy, capacity.extra, known):
+        raw = capacity.extra[name]
+        where = "no headroom is known" if known is None else \
+            f"the known headroom covers {cap.human(name, known.get(name, 0))}"
+        out.append((f"the new RayCluster needs {cap.human(name, raw)} extra {name}{cap.family_note(name)} "
+                    f"while the deleted one still runs; {where} (without room its pods stay Pending)",
+                    headline))
+    if out:
+        gpus = {k: v for k, v in capacity.extra.items() if policy.counts(k) and isinstance(v, int) and v}
+        w.steps.extend(replacement_steps(gpus))
+    return out

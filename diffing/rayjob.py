@@ -27,10 +27,11 @@ from .jobchecks import RCS, cel_errors, validate_rayjob
 from .jobschema import job_defaulted, job_schemas, job_spec_schema
 from .live import LiveCluster
 from .manifests import Duplicate, Manifest
-from .nextsteps import OVERRIDE
+from .nextsteps import OVERRIDE, replacement_steps, unknown_device_steps
 from .paths import Path, format_path
+from .policy import Policy
 from .report import APPROVE, HOLD, SEVERITY_ORDER, Capacity, Change, Finding, ResourceReport
-from .rollout import known_headroom, shortfalls
+from .rollout import known_headroom, replacement_headline, replacement_reason, shortfalls
 from .schema import transition_errors, validate
 from .validation import external_manager
 from .values import dig, mapping, seq
@@ -183,20 +184,27 @@ def _with_sidecar(rcs: Mapping[str, Any]) -> dict[str, Any]:
     return {**rcs, "headGroupSpec": {**head, "template": template}}
 
 
-def _capacity_holds(engine: Engine, extra: Mapping[str, Fraction], known: Mapping[str, Fraction] | None
-                    ) -> list[str]:
+def _capacity_holds(engine: Engine, extra: Mapping[str, Fraction], known: Mapping[str, Fraction] | None,
+                    replacing: bool = False) -> list[str]:
     """Accelerators (and resources with a policy threshold) the run needs beyond a known headroom.
-    Without a known headroom nothing is held, as for a new RayService (CONTRACT default policy)."""
-    if known is None:
+    Without a known headroom nothing is held, as for a new RayService (CONTRACT default policy),
+    unless the job is created while the change deletes another object (``replacing``, a
+    rename): both run at once, and an unknown headroom covers nothing, as for a second cluster."""
+    if known is None and not replacing:
         return []
     policy = engine.policy
+    if replacing and policy.hold_on_recreate != "gpu-only":
+        return ["policy holdOnRecreate=always: every cluster recreation is held"] \
+            if policy.hold_on_recreate == "always" else []
     out = []
     for name, amount, free in shortfalls(policy, extra, known):
         need = cap.render_amounts({name: amount}, policy.accelerators).get(name, amount)
         room = cap.render_amounts({name: free}, policy.accelerators, keep_zero=True).get(name, 0)
-        out.append(f"the run needs {cap.human(name, need)} {name}; the known headroom covers "
-                   f"{cap.human(name, room)} (without room its pods stay Pending until a deadline "
-                   "fails the job)")
+        where = ("no headroom is known" if known is None else
+                 f"the known headroom covers {cap.human(name, room)}")
+        out.append(f"the run needs {cap.human(name, need)} {name}{cap.family_note(name)}"
+                   f"{' while the deleted one still runs' if replacing else ''}; {where} (without room its "
+                   "pods stay Pending until a deadline fails the job)")
     return out
 
 
@@ -370,7 +378,10 @@ def _created_suspended(ctx: _Ctx) -> Iterator[Finding]:
 
 def analyze_job(engine: Engine, key: tuple[str, str], before: Manifest | None, after: Manifest | None, *,
                 headroom: Mapping[str, Fraction] | None, argo_apps: list[Any],
-                duplicates: Sequence[Duplicate] = (), live: LiveCluster | None = None) -> ResourceReport:
+                duplicates: Sequence[Duplicate] = (), live: LiveCluster | None = None,
+                replacing: Sequence[str] = ()) -> ResourceReport:
+    """One RayJob's report. ``replacing`` names the objects the same change deletes: a job
+    created next to them needs its accelerators free even without a known headroom."""
     main = after or before
     assert main is not None
     # A RayJob builds a new RayCluster per run, so nothing of it runs to compare with; the live
@@ -534,16 +545,20 @@ def analyze_job(engine: Engine, key: tuple[str, str], before: Manifest | None, a
                                         "KubeRay rejects the RayJob for good (ValidationFailed)")
             else:
                 reasons.append("policy notApplied=warn: not holding a change the operator will not apply")
+        renamed = rollout == "create" and bool(replacing) and bool(extra)
+        if renamed:
+            reasons.append(replacement_reason("RayJob", replacing))
         if rollout in ("create", "resume"):
-            capacity_holds = _capacity_holds(engine, extra, headroom)
+            capacity_holds = _capacity_holds(engine, extra, headroom, renamed)
             hold.extend(capacity_holds)
             if capacity_holds:
-                headline = headline or "the known headroom does not cover the job's accelerators"
+                headline = headline or (replacement_headline(replacing, headroom is None) if renamed else
+                                        "the known headroom does not cover the job's accelerators")
     decision = HOLD if hold else APPROVE
     reasons.extend(hold)
     steps: tuple[str, ...] = ()
     if decision == HOLD:
-        steps = _next_steps(rollout, bool(schema_errors), findings, rendered, policy.accelerators)
+        steps = _next_steps(rollout, bool(schema_errors), findings, rendered, policy, bool(replacing))
     return ResourceReport(
         api_version=main.api_version, namespace=key[0], name=key[1], action=action, rollout=rollout,
         decision=decision, reasons=tuple(reasons), changes=tuple(changes), capacity=capacity,
@@ -552,7 +567,7 @@ def analyze_job(engine: Engine, key: tuple[str, str], before: Manifest | None, a
 
 
 def _next_steps(rollout: str, schema: bool, findings: Sequence[Finding], extra: Mapping[str, Any],
-                accelerators: Sequence[str]) -> tuple[str, ...]:
+                policy: Policy, replacing: bool = False) -> tuple[str, ...]:
     steps: list[str] = []
     if any(f.severity == "error" for f in findings):
         steps.append("fix the error findings below: they hold whatever else the change does")
@@ -564,11 +579,13 @@ def _next_steps(rollout: str, schema: bool, findings: Sequence[Finding], extra: 
     if rollout == "suspend":
         steps.append("confirm the job may lose its work: suspending deletes its RayCluster and submitter, "
                      "and resuming reruns it from the start")
-    gpus = {k: v for k, v in extra.items()
-            if cap.is_accelerator(k, accelerators) and isinstance(v, int) and v}
-    if rollout in ("create", "resume") and gpus:
+    gpus = {k: v for k, v in extra.items() if policy.counts(k) and isinstance(v, int) and v}
+    if rollout == "create" and replacing and gpus:
+        steps.extend(replacement_steps(gpus))
+    elif rollout in ("create", "resume") and gpus:
         flags = " ".join(f"{k}={v}" for k, v in gpus.items())
         steps.append(f"make room for the job's accelerators and say so: `--headroom {flags}` (the Action's "
                      "`headroom:` input) or the policy's `thresholds`")
+    steps.extend(unknown_device_steps(gpus, policy.accelerators))
     steps.append(OVERRIDE)
     return tuple(steps)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -218,8 +218,13 @@ def lifecycle_rollout(pair: Pair, engine: Engine, rollout: str, b_def: Mapping[s
 
 
 def decide(pair: Pair, engine: Engine, rollout: str, capacity: Capacity,
-           headroom: Mapping[str, Fraction] | None, live: LiveCluster | None) -> tuple[str, str]:
-    """(decision, a short headline of the first hold reason)."""
+           headroom: Mapping[str, Fraction] | None, live: LiveCluster | None,
+           replacing: Sequence[str] = ()) -> tuple[str, str]:
+    """(decision, a short headline of the first hold reason).
+
+    ``replacing`` names the objects the same change deletes: a created RayService then runs
+    next to them, and its accelerators are extra capacity as in a new-cluster rollout.
+    """
     policy = engine.policy
     errors = [f for f in pair.findings if f.severity == "error"]
     hold: list[str] = []
@@ -244,6 +249,14 @@ def decide(pair: Pair, engine: Engine, rollout: str, capacity: Capacity,
             headline = ("no headroom is known" if known is None else
                         f"the known headroom ({_render(known, policy, capacity.extra) or 'none'}) does "
                         "not cover it")
+    if rollout == "create" and replacing and capacity.extra:
+        pair.reasons.append(replacement_reason("RayService", replacing))
+        known = known_headroom(headroom, live)
+        capacity_holds = _capacity_holds(engine, capacity, known, who="the new RayService",
+                                         beside="the deleted one still runs")
+        hold.extend(capacity_holds)
+        if capacity_holds and not headline:
+            headline = replacement_headline(replacing, known is None)
     if live is not None and live.upgrade_in_progress and rollout in ("new-cluster", "incremental"):
         pair.reasons.append(f"an upgrade is already in flight (pending RayCluster {live.pending_cluster}): "
                             "this change supersedes it and the superseded cluster runs until its "
@@ -283,7 +296,30 @@ def _families(rendered: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _capacity_holds(engine: Engine, capacity: Capacity, known: Mapping[str, Fraction] | None) -> list[str]:
+def replacement_reason(kind: str, replacing: Sequence[str]) -> str:
+    """Why a created object's needs are extra when the change also deletes one (a rename, a
+    move): Argo CD applies the new object in the same sync and does not wait for the old one's
+    pods to go (its RayCluster and pods are deleted in the background after the prune); without
+    prune the old one stays. Both run at once, as the two clusters of a new-cluster rollout."""
+    return (f"created while {_listed(replacing)} {'is' if len(replacing) == 1 else 'are'} deleted: both "
+            f"run until the old one is pruned (Argo CD creates the new {kind} in the same sync and does not "
+            "wait for the old one's pods to go; without prune the old one stays), so what the new one "
+            "needs is extra capacity")
+
+
+def replacement_headline(replacing: Sequence[str], unknown: bool) -> str:
+    verb = "is" if len(replacing) == 1 else "are"
+    return (f"created while {_listed(replacing)} {verb} deleted: "
+            + ("no headroom is known" if unknown else "the known headroom does not cover both"))
+
+
+def _listed(names: Sequence[str], most: int = 2) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _capacity_holds(engine: Engine, capacity: Capacity, known: Mapping[str, Fraction] | None, *,
+                    who: str = "the rollout", beside: str = "the old cluster still runs") -> list[str]:
     policy = engine.policy
     if policy.hold_on_recreate == "never":
         return []
@@ -296,8 +332,8 @@ def _capacity_holds(engine: Engine, capacity: Capacity, known: Mapping[str, Frac
                                      units=_families({name: raw})).get(name, 0)
         where = (f"the known headroom covers {cap.human(name, covered)}"
                  if known is not None else "no headroom is known")
-        out.append(f"the rollout needs {cap.human(name, raw)} extra {name} while the old cluster still "
-                   f"runs; {where}"
+        out.append(f"{who} needs {cap.human(name, raw)} extra {name}{cap.family_note(name)} while {beside}; "
+                   f"{where}"
                    " (without room the new pods stay Pending and the rollout never finishes)")
     return out
 
@@ -309,7 +345,7 @@ def shortfalls(policy: Policy, extra: Mapping[str, Any], known: Mapping[str, Fra
     unknown headroom has nothing free."""
     out = []
     for name, raw in extra.items():
-        if not cap.is_accelerator(name, policy.accelerators) and name not in policy.thresholds:
+        if not policy.counts(name) and name not in policy.thresholds:
             continue
         amount = raw if isinstance(raw, Fraction) else cap.Quantity.parse(raw).value
         free = (known or {}).get(name, Fraction(0))

@@ -19,7 +19,7 @@ from ..errors import (
     internal_error_body,
 )
 from ..live import live_basis_for_texts
-from ..managed import ManagedResourcesError, texts_from_managed_resources
+from ..managed import ManagedResourcesError, check_managed_body, texts_from_managed_resources
 from ..schemas import (
     REPORT_RESPONSES,
     AnalyzeRequest,
@@ -169,11 +169,17 @@ async def _live(service: Service, job: dict[str, Any], after: Any) -> dict[str, 
              openapi_extra=request_body(ManagedResourcesRequest))
 async def argocd_managed_resources(request: Request, service: AuthorizedDep, format: Format = "json",
                                    kuberayVersion: Version = None) -> Response:
-    """Analyse an Argo CD managed-resources answer: each item's live state -> its target state."""
+    """Analyse an Argo CD managed-resources answer: each item's live state -> its target state.
+
+    A body that is not one (no ``items`` key, Argo CD's error answer, an item with neither
+    state) is a 422 naming what is wrong and where, never "no resources, approve"; only an
+    explicit ``{"items": []}`` is an application without resources.
+    """
     raw, value = await read_json(request)
     key = _digest(b"argocd", format.encode(), (kuberayVersion or "").encode(), raw)
     if service.cache.get(key) is None:
         managed: ManagedResourcesRequest = validate(ManagedResourcesRequest, value)
+        check_managed_body(value, require_items=True)
         job = _job(service, format, kuberayVersion, managed=_trimmed(managed), sources=("live", "target"),
                    before_is_live=True)
         if live_for(service):
