@@ -66,7 +66,11 @@ def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterabl
     out = RenderedChange()
     index_b, index_h = PathIndex(disc_b.roots.values()), PathIndex(disc_h.roots.values())
     readers = {p: index_b.readers(p) | index_h.readers(p) for p in paths}
-    affected = sorted({rid for ids in readers.values() for rid in ids})
+    read_by: dict[str, list[str]] = {}
+    for p in sorted(paths):
+        for rid in readers[p]:
+            read_by.setdefault(rid, []).append(p)
+    affected = sorted(read_by)
     out.notes += _submodule_changes(paths, disc_b, disc_h)
     for disc in (disc_b, disc_h):
         for note in disc.notes:
@@ -88,7 +92,7 @@ def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterabl
             rb, rh = disc_b.roots.get(rid), disc_h.roots.get(rid)
             main = rh or rb
             assert main is not None
-            out.root_files[main.label] = sorted(p for p in paths if rid in readers[p])
+            out.root_files[main.label] = read_by[rid]
             if head is not None:
                 for p in out.root_files[main.label]:
                     if p not in out.head_texts and (text := _small_text(head, p)) is not None:
