@@ -284,8 +284,12 @@ def replaced_by(befores: Mapping[Ident, Manifest], afters: Mapping[Ident, Manife
 
 
 def weigh_note(note: Finding, policy: Policy) -> Finding:
-    """A caller's note as the policy weighs it: ``renderFailure: warn`` makes a render failure a warning."""
-    if note.code == "render-failed" and policy.render_failure == "warn" and note.severity == "error":
+    """A caller's note as the policy weighs it: ``renderFailure: warn`` makes a render failure a
+    warning, ``unknownSources`` an unknown source it allows."""
+    if note.severity != "error":
+        return note
+    if note.code == "render-failed" and policy.render_failure == "warn" or (
+            note.code == "unknown-source" and policy.allows(note.message)):
         return Finding("warning", note.code, note.path, note.message, note.line)
     return note
 

@@ -16,8 +16,11 @@ HOLD_ON_RECREATE = ("always", "gpu-only", "never")
 NOT_APPLIED = ("hold", "warn")
 RENDER_FAILURE = ("hold", "warn")
 HOLD_ON_LATENT = ("version-skew", "always", "never")
+UNKNOWN_SOURCES = ("hold", "warn")
 _KEYS = {"holdOnRecreate", "thresholds", "notApplied", "operator", "accelerators", "notAccelerators",
-         "holdOnErrors", "renderFailure", "raycluster"}
+         "holdOnErrors", "renderFailure", "raycluster", "unknownSources"}
+# A source named in an unknown-source finding: a URL, an scp-like git address, a host path.
+_SOURCE = re.compile(r"(?:[a-z][a-z0-9+.-]*://|git@)[^\s'\"(),;]+|\b(?:github|gitlab|bitbucket)\.(?:com|org)/[^\s'\"(),;]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,10 @@ class Policy:
     * ``cluster_hold_on_latent`` (``raycluster.holdOnLatent``): ``version-skew`` (default) holds
       a latent change only when it changes the Ray version; ``always`` every latent change;
       ``never`` none.
+    * ``unknown_sources`` / ``allowed_sources`` (``unknownSources: {default, allow}``): what
+      GitOps deploys from outside what the tool can read (a remote base, a submodule, a chart
+      of another repository, an ApplicationSet) holds by default; ``warn`` makes it a warning,
+      and ``allow`` lists sources (URL prefixes) known to deploy no KubeRay object.
     """
 
     hold_on_recreate: str = "gpu-only"
@@ -55,6 +62,17 @@ class Policy:
     cluster_hold_on_recreate: bool = True
     cluster_hold_on_latent: str = "version-skew"
     not_accelerators: tuple[str, ...] = ()
+    unknown_sources: str = "hold"
+    allowed_sources: tuple[str, ...] = ()
+
+    def allows(self, message: str) -> bool:
+        """Whether an ``unknown-source`` finding's message names only allowed sources (a finding
+        that names none, such as an ApplicationSet's, is never allowed by source)."""
+        if self.unknown_sources == "warn":
+            return True
+        found = _SOURCE.findall(message)
+        allowed = [source_key(a) for a in self.allowed_sources]
+        return bool(found) and all(any(source_key(f).startswith(a) for a in allowed) for f in found)
 
     def counts(self, name: str) -> bool:
         """``name`` is an accelerator under this policy: extra capacity of it must be free."""
@@ -96,10 +114,39 @@ class Policy:
             raise PolicyError("must be a mapping with holdOnRecreate and/or holdOnLatent", key="raycluster")
         cluster_recreate = _flag(cluster, "holdOnRecreate", True, "raycluster.")
         cluster_latent = _choice(cluster, "holdOnLatent", HOLD_ON_LATENT, "version-skew", "raycluster.")
+        unknown_default, allowed = _unknown_sources(data.get("unknownSources"))
         return cls(hold, thresholds, not_applied, dict(gates),
                    {str(k): _env_value(k, v) for k, v in env.items()},
                    tuple(accel), hold_errors, render_failure, cluster_recreate, cluster_latent,
-                   tuple(not_accel))
+                   tuple(not_accel), unknown_default, allowed)
+
+
+def _unknown_sources(value: Any) -> tuple[str, tuple[str, ...]]:
+    """``unknownSources``: ``hold`` / ``warn``, or ``{default: hold|warn, allow: [prefix, ...]}``."""
+    if value is None:
+        return "hold", ()
+    if isinstance(value, str):
+        return _choice({"unknownSources": value}, "unknownSources", UNKNOWN_SOURCES, "hold"), ()
+    if not isinstance(value, Mapping) or set(value) - {"default", "allow"}:
+        raise PolicyError("must be hold, warn, or a mapping with default and/or allow", key="unknownSources")
+    default = _choice(value, "default", UNKNOWN_SOURCES, "hold", "unknownSources.")
+    allow = value.get("allow") or []
+    if not isinstance(allow, list) or not all(isinstance(a, str) and source_key(a) for a in allow):
+        raise PolicyError("must be a list of repository or chart URLs (prefixes)", key="unknownSources.allow")
+    return default, tuple(allow)
+
+
+def source_key(url: str) -> str:
+    """A source as compared: ``git@github.com:org/repo.git`` and ``https://github.com/org/repo``
+    are both ``github.com/org/repo``."""
+    u = url.strip().lower()
+    if u.startswith("git@") and ":" in u:
+        u = u[4:].replace(":", "/", 1)
+    u = re.sub(r"^[a-z][a-z0-9+.-]*::", "", u)
+    u = re.sub(r"^[a-z][a-z0-9+.-]*://", "", u)
+    u = re.sub(r"^[^@/]+@", "", u)
+    u = u.rstrip("/")
+    return u[:-4] if u.endswith(".git") else u
 
 
 def _names(data: Mapping[str, Any], key: str) -> list[str]:

@@ -31,6 +31,7 @@ import yaml
 
 from diffing.errors import ManifestError
 from diffing.loading import Limits, load_documents
+from diffing.policy import source_key
 from diffing.scope import ARGOCD_GROUP, api_group, decode, expand_lists, may_hold
 
 from .snapshot import Snapshot
@@ -315,13 +316,7 @@ def _closure(tree: _Tree, folder: str, info: Mapping[str, _Kustomization]) -> se
 
 def normalize_repo_url(url: str) -> str:
     """``git@github.com:org/repo.git``, ``https://github.com/org/repo`` → ``github.com/org/repo``."""
-    u = url.strip().lower()
-    if u.startswith("git@") and ":" in u:
-        u = u[4:].replace(":", "/", 1)
-    u = re.sub(r"^[a-z+]+://", "", u)
-    u = re.sub(r"^[^@/]+@", "", u)
-    u = u.rstrip("/")
-    return u[:-4] if u.endswith(".git") else u
+    return source_key(url)
 
 
 def _pairs(value: Any) -> tuple[tuple[str, str], ...]:

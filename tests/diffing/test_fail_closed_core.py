@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 import diffing
+from diffing import Finding, Policy, PolicyError
 from diffing import capacity as cap
 from diffing.loading import MAX_INT, MIN_INT, load_value
 from tests.builders import dump, edited, sample, set_images, worker_container
@@ -341,3 +342,27 @@ def test_reports_stay_json_serialisable_at_the_64_bit_edge() -> None:
     json.dumps(report.to_dict())
     diffing.render_markdown(report)
     assert report.decision == "hold"
+
+
+# -- unknown sources --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("value", "key"), [
+    ("maybe", "unknownSources"), ({"default": "off"}, "unknownSources.default"),
+    ({"allow": "github.com/x"}, "unknownSources.allow"), ({"allow": [""]}, "unknownSources.allow"),
+    ({"deny": []}, "unknownSources"),
+])
+def test_unknown_sources_is_validated(value: object, key: str) -> None:
+    with pytest.raises(PolicyError) as err:
+        Policy.from_mapping({"unknownSources": value})
+    assert err.value.key == key
+
+
+def test_unknown_source_notes_are_weighed_by_source() -> None:
+    note = Finding("error", "unknown-source", "apps/a.yaml",
+                   "chart x from https://charts.example.com and path . from git@github.com:org/base.git")
+    one = {"unknownSources": {"allow": ["charts.example.com"]}}
+    both = {"unknownSources": {"allow": ["https://charts.example.com", "https://github.com/org/base"]}}
+    report = diffing.analyze("", "", notes=[note], policy=one)
+    assert (report.decision, report.findings[0].severity) == ("hold", "error")  # one source is not allowed
+    report = diffing.analyze("", "", notes=[note], policy=both)
+    assert (report.decision, report.findings[0].severity) == ("approve", "warning")

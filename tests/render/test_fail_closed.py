@@ -285,3 +285,59 @@ def test_property_spellings_never_change_the_decision(tmp_path_factory: pytest.T
                               capture_output=True, text=True, cwd=ROOT)
         report = json.loads(proc.stdout)
         assert (proc.returncode, report["decision"]) == (3, EXPECTED), (before, after, mode)
+
+
+# -- unknown sources: hold by default, relaxed per source by the policy ---------------------------
+
+def _external_app(repo: Path) -> None:
+    write(repo, "apps/cert-manager.yaml", {
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": {"name": "cert-manager"},
+        "spec": {"source": {"repoURL": "https://charts.jetstack.io", "chart": "cert-manager",
+                            "targetRevision": "1.15.0"}, "destination": {"namespace": "cert-manager"}}})
+
+
+@pytest.mark.parametrize(("policy", "code", "severity"), [
+    (None, 3, "error"),
+    ({"unknownSources": "warn"}, 0, "warning"),
+    ({"unknownSources": {"allow": ["https://charts.jetstack.io/"]}}, 0, "warning"),
+    ({"unknownSources": {"allow": ["git@github.com:example-org/shared.git"]}}, 3, "error"),
+])
+def test_unknown_sources_policy(tmp_path: Path, capsys, policy: Any, code: int, severity: str) -> None:
+    repo = make_repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    _external_app(repo)
+    head = commit(repo)
+    extra = []
+    if policy is not None:
+        (tmp_path / "policy.yaml").write_text(yaml.safe_dump(policy))
+        extra = ["--policy", str(tmp_path / "policy.yaml")]
+    got, report = run(repo, base, head, capsys, *extra)
+    [f] = report["findings"]
+    assert (got, f["code"], f["severity"]) == (code, "unknown-source", severity)
+
+
+@needs_kubectl
+def test_an_allowed_remote_base_is_a_warning_and_still_never_fetched(tmp_path: Path, capsys) -> None:
+    repo = make_repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    edit_yaml(repo, "overlays/prod/kustomization.yaml",
+              lambda d: d["resources"].append("https://github.com/example-org/shared//monitoring?ref=v1"))
+    head = commit(repo)
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(
+        {"unknownSources": {"allow": ["github.com/example-org/shared"]}}))
+    code, report = run(repo, base, head, capsys, "--policy", str(tmp_path / "policy.yaml"))
+    [f] = report["findings"]
+    # the root is still not rendered (what it deploys is unknown), but the team said this source
+    # deploys no KubeRay object
+    assert (code, f["code"], f["severity"]) == (0, "unknown-source", "warning")
+
+
+def test_an_application_set_is_never_allowed_by_source(tmp_path: Path, capsys) -> None:
+    repo = make_repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    write(repo, "apps/set.yaml", {
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "metadata": {"name": "envs"},
+        "spec": {"generators": [{"list": {"elements": [{"env": "prod"}]}}], "template": {"spec": {}}}})
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump({"unknownSources": {"allow": [REPO_URL]}}))
+    code, report = run(repo, base, commit(repo), capsys, "--policy", str(tmp_path / "policy.yaml"))
+    assert (code, report["findings"][0]["severity"]) == (3, "error")
