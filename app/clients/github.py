@@ -39,6 +39,7 @@ API_VERSION = "2022-11-28"
 USER_AGENT = "rayservice-impact"
 STATUS_CONTEXT = "rayservice-impact"
 MAX_REDIRECTS = 3  # api.github.com -> codeload.github.com is one
+ACTIONS_BOT = "github-actions[bot]"  # who writes with a GitHub Actions workflow's GITHUB_TOKEN
 
 
 class GitHubError(UpstreamError):
@@ -88,6 +89,7 @@ class RetryPolicy:
 # -- authentication ---------------------------------------------------------------------------
 
 TokenSource = Callable[[bool], Awaitable[str]]   # (refresh) -> "Bearer ..." header value
+LoginSource = Callable[[], Awaitable[str]]       # () -> the login the client's comments are authored by
 
 
 def static_token(token: str) -> TokenSource:
@@ -114,6 +116,7 @@ class AppAuth:
         self.app_id, self._key, self._clock = app_id, private_key_pem, clock
         self._tokens: dict[int, tuple[str, float]] = {}
         self._installations: dict[str, int] = {}
+        self._bot_login = ""
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -132,6 +135,18 @@ class AppAuth:
             data = (await app.request("GET", f"/repos/{_q(owner)}/{_q(repo)}/installation")).json()
             self._installations[key] = int(data["id"])
         return self._installations[key]
+
+    async def bot_login(self, gh: GitHubClient, installation_id: int) -> str:
+        """The login of the App's bot user, ``<app-slug>[bot]``: who its installation tokens write
+        as (``GET /app/installations/{id}``'s ``app_slug``, asked once)."""
+        if not self._bot_login:
+            app = gh.with_token(self.app_token())
+            data = (await app.request("GET", f"/app/installations/{installation_id}")).json()
+            slug = str(data.get("app_slug") or "")
+            if not slug:
+                raise GitHubError("GET", f"/app/installations/{installation_id}", 200, "no app_slug")
+            self._bot_login = f"{slug}[bot]"
+        return self._bot_login
 
     def installation_token(self, gh: GitHubClient, installation_id: int) -> TokenSource:
         async def source(refresh: bool) -> str:
@@ -174,15 +189,41 @@ class GitHubClient:
 
     def __init__(self, http: httpx.AsyncClient, base_url: str, token: TokenSource | None, *,
                  retry: RetryPolicy | None = None, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 clock: Callable[[], float] = time.time, _writes: _WriteGate | None = None) -> None:
+                 clock: Callable[[], float] = time.time, login: LoginSource | None = None,
+                 _writes: _WriteGate | None = None) -> None:
         self.http, self.base_url, self.token = http, base_url.rstrip("/"), token
         self.retry = retry or RetryPolicy()
         self._sleep, self._clock = sleep, clock
+        self._login, self._own_login = login, ""
         self._writes = _writes or _WriteGate(self.retry.write_interval, sleep, clock)
 
-    def with_token(self, token: TokenSource | None) -> GitHubClient:
+    def with_token(self, token: TokenSource | None, *, login: LoginSource | None = None) -> GitHubClient:
+        """The same connection and write pacing with other credentials; ``login``: who they write as."""
         return GitHubClient(self.http, self.base_url, token, retry=self.retry, sleep=self._sleep,
-                            clock=self._clock, _writes=self._writes)
+                            clock=self._clock, login=login, _writes=self._writes)
+
+    async def own_login(self) -> str:
+        """The login this client's comments are authored by: the ``login`` source it was given (the
+        service: its App's bot, or its token's user), else ``GET /user``'s, asked once. A token that
+        ``GET /user`` refuses with a plain 403 is an integration's (a GitHub Actions ``GITHUB_TOKEN``):
+        ``github-actions[bot]``."""
+        if self._login is not None:
+            return await self._login()
+        if not self._own_login:
+            try:
+                self._own_login = await self.authenticated_login()
+            except GitHubError as exc:
+                if exc.status != 403 or isinstance(exc, GitHubRetryExhausted):
+                    raise
+                self._own_login = ACTIONS_BOT
+        return self._own_login
+
+    async def authenticated_login(self) -> str:
+        """``GET /user``: the login of the token's user."""
+        login = str((await self.request("GET", "/user")).json().get("login") or "")
+        if not login:
+            raise GitHubError("GET", "/user", 200, "no login")
+        return login
 
     # -- transport with retries -----------------------------------------------------------------
     async def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
@@ -364,6 +405,11 @@ class GitHubClient:
 
     def issue_comments(self, owner: str, repo: str, number: int) -> AsyncIterator[dict[str, Any]]:
         return self.paginate(f"/repos/{_q(owner)}/{_q(repo)}/issues/{number}/comments")
+
+    def commit_statuses(self, owner: str, repo: str, ref: str) -> AsyncIterator[dict[str, Any]]:
+        """``GET commits/{ref}/statuses``: every status of the commit, newest first (each with its
+        ``context``, ``state``, ``description`` and ``target_url``)."""
+        return self.paginate(f"/repos/{_q(owner)}/{_q(repo)}/commits/{quote(ref, safe='')}/statuses")
 
     async def create_comment(self, owner: str, repo: str, number: int, body: str, *,
                              find: Callable[[], Awaitable[dict[str, Any] | None]] | None = None

@@ -4,9 +4,12 @@
     /rayservice-impact rerun              analyse the pull request again (headroom changed, main moved)
 
 Only users whose repository permission is write or higher (admin, maintain, write) may use them;
-everyone else gets a polite reply and nothing changes. An approval holds for one head SHA: it is
-kept in the sticky comment (a visible line and a signed hidden stamp), the status turns success
-for that SHA, and the next push (a new head SHA) is analysed, and held, afresh.
+everyone else gets a polite reply and nothing changes. An approval accepts exactly the result the
+sticky comment showed when the command was written (:class:`.comment.Binding`: this pull request,
+its head, the base branch and commit it was compared with, the report's digest): it is kept in the
+sticky comment (a visible line and a signed hidden stamp) and the status turns success for that
+head; a push, a new base or another report is analysed, and held, afresh. A command written
+before the result it would accept was shown is refused. Each command is answered at most once.
 """
 
 from __future__ import annotations
@@ -25,13 +28,18 @@ from .comment import (
     MARKER,
     REPLY_MARKER,
     Approval,
+    Shown,
     Verdict,
     clean_reason,
-    stamp_of,
-    state_of,
+    instant,
+    pinned,
+    reply_body,
+    shown_of,
     with_approval,
 )
-from .flow import Outcome, find_sticky_comment, post_gate
+from .flow import Outcome, gate_for_head, post_gate
+from .gate import commit_lock
+from .own import find_reply, find_sticky_comment
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +55,7 @@ class Command:
     reason: str
     user: str
     comment_id: int
-    created_at: str
+    created_at: str     # when the command was written (GitHub's clock)
     pr: PullRequest     # owner, repo, number, installation (no SHAs: the pull request is read anew)
     repository: dict[str, Any]
 
@@ -100,7 +108,15 @@ async def permission_of(gh: GitHubClient, pr: PullRequest, user: str) -> str:
 
 
 async def reply(gh: GitHubClient, cmd: Command, text: str) -> None:
-    await gh.create_comment(cmd.pr.owner, cmd.pr.repo, cmd.pr.number, f"{REPLY_MARKER}\n@{cmd.user} {text}")
+    """Answer ``cmd`` once. The reply carries the command comment's id, so a reply already there (a
+    redelivery after a restart; GitHub storing the reply and still answering 5xx) is found, before
+    posting and before retrying, and never posted twice."""
+    pr, cid = cmd.pr, cmd.comment_id
+    if await find_reply(gh, pr, cid) is not None:
+        log.info("%s: comment %d is already answered", pr.full_name, cid)
+        return
+    await gh.create_comment(pr.owner, pr.repo, pr.number, reply_body(cmd.user, text, cid),
+                            find=lambda: find_reply(gh, pr, cid))
 
 
 def _now() -> str:
@@ -151,26 +167,47 @@ async def _run(gh: GitHubClient, cmd: Command, *, key: bytes, check_run: bool,
 async def _approve(gh: GitHubClient, cmd: Command, pr: PullRequest, *, key: bytes,
                    check_run: bool) -> Outcome:
     existing = await find_sticky_comment(gh, pr)
-    stamp = stamp_of(existing.get("body", "")) if existing is not None else None
-    if existing is None or stamp is None:
-        await reply(gh, cmd, f"there is no rayservice-impact result for head `{pr.head_sha[:7]}` to accept "
-                             "yet. Nothing was changed.")
-        return Outcome("refused", "no result", comment="replied")
-    if stamp[0] != pr.head_sha:
-        await reply(gh, cmd, f"the result shown is for `{stamp[0][:7]}`, but the pull request's head is now "
-                             f"`{pr.head_sha[:7]}`. Please wait for its result, then approve again. "
-                             "Nothing was changed.")
-        return Outcome("refused", "head moved", comment="replied")
-    state = state_of(existing["body"])
-    if state == "success":
-        await reply(gh, cmd, f"head `{pr.head_sha[:7]}` is not held, so there is nothing to accept. "
-                             "Nothing was changed.")
-        return Outcome("refused", "not held", comment="replied")
-    approval = Approval(pr.head_sha, cmd.user, _now(), cmd.reason)
-    body = with_approval(existing["body"], approval, key)
-    await gh.update_comment(pr.owner, pr.repo, int(existing["id"]), body)
+    shown = shown_of(existing, key) if existing is not None else None
+    refused = _refusal(cmd, pr, shown)
+    if refused is not None:
+        await reply(gh, cmd, f"{refused[1]} Nothing was changed.")
+        return Outcome("refused", refused[0], comment="replied")
+    assert existing is not None and shown is not None and shown.binding is not None
+    approval = Approval.of(shown.binding, cmd.user, _now(), cmd.reason)
+    body = with_approval(pinned(str(existing["body"]), shown.since), approval, key)
     verdict = Verdict("success", approval.description, f"✅ {approval.description}", approval.description)
     outcome = Outcome("success", approval.description, comment="updated")
-    await post_gate(gh, pr, verdict, outcome, check_run=check_run)
+    async with commit_lock(pr):
+        await gh.update_comment(pr.owner, pr.repo, int(existing["id"]), body)
+        verdict = await gate_for_head(gh, pr, verdict, outcome, key)
+        await post_gate(gh, pr, verdict, outcome, check_run=check_run)
     log.info("%s: hold of %s accepted by @%s", pr.full_name, pr.head_sha[:7], cmd.user)
+    if verdict.state != "success":
+        await reply(gh, cmd, f"your approval of head `{pr.head_sha[:7]}` is recorded, but the commit stays "
+                             f"red: {verdict.description}.")
     return outcome
+
+
+def _refusal(cmd: Command, pr: PullRequest, shown: Shown | None) -> tuple[str, str] | None:
+    """(why, the reply) when the command cannot accept the result the comment shows; None when it
+    can: the result is for the pull request's current head and base, it holds, and the comment
+    showed it when the command was written."""
+    head = pr.head_sha[:7]
+    if shown is None or shown.binding is None:
+        return "no result", f"there is no rayservice-impact result for head `{head}` to accept yet."
+    bound = shown.binding
+    if bound.head != pr.head_sha:
+        return "head moved", (f"the comment shows the result for `{bound.head[:7]}`, but a newer commit "
+                              f"`{head}` is being analysed; approve again once the comment shows it.")
+    if pr.base_ref and bound.base_ref != pr.base_ref:
+        return "base moved", (f"the comment shows the result against `{bound.base_ref}`, but the pull "
+                              f"request now targets `{pr.base_ref}` and is being analysed again; approve "
+                              "again once the comment shows it.")
+    written, since = instant(cmd.created_at), instant(shown.since)
+    if written is None or since is None or since > written:
+        return "result changed", (f"the result the comment shows (head `{bound.head[:7]}`) was posted after "
+                                  "you wrote the command, so it is not the one you saw; read it, and approve "
+                                  "again if you accept it.")
+    if shown.state == "success":
+        return "not held", f"head `{head}` is not held, so there is nothing to accept."
+    return None

@@ -5,9 +5,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import re
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
+from urllib.parse import quote, unquote
 
 import diffing
 
@@ -21,9 +24,14 @@ CONCLUSION_FOR_STATE = {"success": "success", "failure": "failure", "error": "fa
 NO_CHANGE_SHORT = "No RayService, RayCluster or RayJob changes"  # the status description
 NO_CHANGE = f"{NO_CHANGE_SHORT} in this pull request."
 REPLY_MARKER = "<!-- rayservice-impact:reply -->"   # our answers to commands: never commands themselves
+_REPLY_TO = re.compile(r"<!-- rayservice-impact:reply-to=(?P<id>\d+) -->")
 _STATE = re.compile(r"<!-- rayservice-impact:state=(?P<state>\w+) -->")
-_APPROVAL = re.compile(r"<!-- rayservice-impact:approved head=(?P<head>[0-9a-fA-F]+) by=(?P<by>[\w.\[\]-]+) "
-                       r"at=(?P<at>\S+) reason=(?P<reason>[\w=-]*) sig=(?P<sig>[0-9a-f]+) -->")
+_BOUND = re.compile(r"<!-- rayservice-impact:bound pr=(?P<pr>\d+) head=(?P<head>\w*) base=(?P<base>\S*) "
+                    r"base_sha=(?P<base_sha>\w*) digest=(?P<digest>\w*) since=(?P<since>\S*) -->")
+_APPROVAL = re.compile(r"<!-- rayservice-impact:approved v2 pr=(?P<pr>\d+) head=(?P<head>[0-9a-fA-F]+) "
+                       r"base=(?P<base>\S*) base_sha=(?P<base_sha>\w*) digest=(?P<digest>\w*) "
+                       r"by=(?P<by>[\w.\[\]-]+) at=(?P<at>\S+) reason=(?P<reason>[\w=-]*) "
+                       r"sig=(?P<sig>[0-9a-f]+) -->")
 _APPROVAL_BLOCK = re.compile(r"<!-- rayservice-impact:approved .*?<!-- /rayservice-impact:approved -->\n*",
                              re.DOTALL)
 MAX_REASON = 300
@@ -39,6 +47,7 @@ class Verdict:
     markdown: str | None
     title: str
     annotations: tuple[dict[str, Any], ...] = ()  # check-run annotations (GitHub App only)
+    digest: str = ""    # what the result rests on (:func:`report_digest`): an approval is bound to it
 
     @property
     def conclusion(self) -> str:
@@ -62,7 +71,36 @@ def verdict_for_report(report: diffing.Report, *, note: str = "") -> Verdict:
     markdown = diffing.render_markdown(report, max_chars=budget)
     if note:
         markdown = f"> [!WARNING]\n> {note}\n\n{markdown}"
-    return Verdict(state, shorten(report.summary), markdown, shorten(report.summary, 255))
+    return Verdict(state, shorten(report.summary), markdown, shorten(report.summary, 255),
+                   digest=report_digest(report, note))
+
+
+def report_digest(report: diffing.Report, note: str = "") -> str:
+    """A hash of what a verdict rests on: the decision, and for each object what changes, how it
+    rolls out, what it needs and what was found (codes and places, not their wording, line
+    numbers or the headroom seen), the objects not analysed and the comment's warning. Two runs
+    that tell a maintainer the same thing have the same digest."""
+    def finding(f: diffing.Finding) -> list[str]:
+        return [f.severity, f.code, f.path]
+
+    def resource(r: Any) -> str:
+        changes = [[c.to_dict()[k] for k in ("path", "category", "before", "after")] for c in r.changes]
+        return _canonical([r.kind, r.api_version, r.namespace, r.name, r.action, r.rollout, r.decision,
+                           sorted(map(_canonical, changes)), r.capacity.extra, r.capacity.peak,
+                           sorted(map(_canonical, map(finding, r.findings)))])
+
+    content = [report.kuberay_version, report.decision, sorted(map(resource, report.resources)),
+               sorted(map(_canonical, map(finding, report.findings))), sorted(report.not_analysed.items()),
+               note]
+    return _digest(_canonical(content))
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def verdict_for_markdown(markdown: str, exit_code: int, summary: str = "") -> Verdict:
@@ -71,7 +109,7 @@ def verdict_for_markdown(markdown: str, exit_code: int, summary: str = "") -> Ve
     if not summary:
         summary = {"success": "rayservice-impact: no hold", "failure": "rayservice-impact: hold"}.get(
             state, f"rayservice-impact could not analyse the change (exit {exit_code})")
-    return Verdict(state, shorten(summary), markdown, shorten(summary, 255))
+    return Verdict(state, shorten(summary), markdown, shorten(summary, 255), digest=_digest(markdown))
 
 
 def verdict_for_no_change() -> Verdict:
@@ -82,19 +120,22 @@ def verdict_for_error(message: str, *, comment: bool = True) -> Verdict:
     text = f"could not analyse: {message}"
     markdown = (f"### :warning: rayservice-impact could not analyse this change\n\n```text\n"
                 f"{message[:4_000]}\n```\n") if comment else None
-    return Verdict("error", shorten(text), markdown, shorten(text, 255))
+    return Verdict("error", shorten(text), markdown, shorten(text, 255), digest=_digest(message))
 
 
 def render_body(markdown: str, *, head_sha: str = "", at: str = "", footer: str = "", state: str = "",
-                approval: str = "") -> str:
+                approval: str = "", bound: str = "") -> str:
     """The sticky comment: marker, hidden stamp, markdown (cut to fit, verdict kept), footer.
 
     ``state``: the analysis' own gate (success | failure | error), stamped so that an approval
-    can tell whether there is a hold to accept; ``approval``: :meth:`Approval.block`, kept near
-    the top."""
+    can tell whether there is a hold to accept; ``bound``: :meth:`Binding.line`, what the result
+    is about; ``approval``: :meth:`Approval.block` (or a note that an earlier one no longer
+    applies), kept near the top."""
     head = f"{MARKER}\n<!-- rayservice-impact:head={head_sha} at={at} -->\n"
     if state:
         head += f"<!-- rayservice-impact:state={state} -->\n"
+    if bound:
+        head += f"{bound}\n"
     head += approval
     tail = f"\n\n<sub>{footer}</sub>\n" if footer else "\n"
     room = MAX_BODY_CHARS - len(head) - len(tail)
@@ -120,8 +161,9 @@ def fit(markdown: str, limit: int) -> str:
     return cut + notice
 
 
-def no_change_body(head_sha: str, at: str = "") -> str:
-    return render_body(f"{NO_CHANGE} (head `{head_sha[:7]}`)", head_sha=head_sha, at=at)
+def no_change_body(head_sha: str, at: str = "", *, bound: str = "", note: str = "") -> str:
+    text = f"{NO_CHANGE} (head `{head_sha[:7]}`)" + (f"\n\n{note}" if note else "")
+    return render_body(text, head_sha=head_sha, at=at, state="success" if bound else "", bound=bound)
 
 
 def stamp_of(body: str) -> tuple[str, str] | None:
@@ -140,36 +182,118 @@ def state_of(body: str) -> str:
     return m["state"] if m else ""
 
 
-# -- the audited override: ``/rayservice-impact approve <reason>`` ---------------------------------
+# -- what a result is about, and the audited override: ``/rayservice-impact approve <reason>`` -----
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What one result is about: the pull request, its head, the base it was compared with (the
+    branch and the commit) and the report's digest. An approval holds for exactly this."""
+
+    number: int
+    head: str
+    base_ref: str
+    base_sha: str
+    digest: str
+
+    def line(self, since: str = "") -> str:
+        """The hidden stamp. ``since``: when the comment first showed this result (GitHub's
+        ``updated_at`` of that edit); empty while that edit is the comment's latest."""
+        return (f"<!-- rayservice-impact:bound pr={self.number} head={self.head} base={_ref(self.base_ref)} "
+                f"base_sha={self.base_sha} digest={self.digest} since={since} -->")
+
+    def change_from(self, other: Binding) -> str:
+        """Why a result bound to ``other`` is not about this one ("" when it is)."""
+        if other.number != self.number:
+            return f"it was for pull request #{other.number}"
+        if other.head != self.head:
+            return f"the head moved from `{other.head[:7]}` to `{self.head[:7]}`"
+        if other.base_ref != self.base_ref:
+            return f"the pull request now targets `{self.base_ref}`, not `{other.base_ref}`"
+        if other.base_sha != self.base_sha:
+            branch = self.base_ref or "the base"
+            return f"`{branch}` moved from `{other.base_sha[:7]}` to `{self.base_sha[:7]}`"
+        if other.digest != self.digest:
+            return "the report changed"
+        return ""
+
+
+def _ref(ref: str) -> str:
+    return quote(ref, safe="/")
+
+
+def bound_of(body: str) -> tuple[Binding, str] | None:
+    """(the binding stamped into one of our comments, its ``since``), if any."""
+    m = _BOUND.search(body or "")
+    if not m:
+        return None
+    return Binding(int(m["pr"]), m["head"], unquote(m["base"]), m["base_sha"], m["digest"]), m["since"]
+
+
+def pinned(body: str, since: str) -> str:
+    """``body`` with its binding's ``since`` filled in: an edit that keeps the result (an approval,
+    a re-run with the same outcome) must not make it look newer than it is."""
+    def fill(m: re.Match[str]) -> str:
+        return m[0] if m["since"] or not since else m[0].replace(" since= -->", f" since={since} -->")
+    return _BOUND.sub(fill, body, count=1)
+
 
 @dataclass(frozen=True, slots=True)
 class Approval:
-    """A maintainer accepted the hold of one head SHA. Kept in the sticky comment as a visible
+    """A maintainer accepted one result: the hold of one head of one pull request against one base
+    (branch and commit), with one report (its digest). Kept in the sticky comment as a visible
     line and a hidden stamp signed with the service's key (the webhook secret): a stamp pasted
-    by anyone else does not verify, so it approves nothing."""
+    by anyone else does not verify, so it approves nothing; a change of any bound part voids it."""
 
     head: str
     by: str
     at: str      # ISO 8601, UTC
     reason: str
+    number: int = 0
+    base_ref: str = ""
+    base_sha: str = ""
+    digest: str = ""
+
+    @classmethod
+    def of(cls, binding: Binding, by: str, at: str, reason: str) -> Approval:
+        return cls(binding.head, by, at, reason, binding.number, binding.base_ref, binding.base_sha,
+                   binding.digest)
+
+    @property
+    def binding(self) -> Binding:
+        return Binding(self.number, self.head, self.base_ref, self.base_sha, self.digest)
 
     def _payload(self) -> bytes:
-        return f"rayservice-impact approval v1\n{self.head}\n{self.by}\n{self.at}\n{self.reason}".encode()
+        return (f"rayservice-impact approval v2\n{self.number}\n{self.head}\n{self.base_ref}\n"
+                f"{self.base_sha}\n{self.digest}\n{self.by}\n{self.at}\n{self.reason}").encode()
 
     def signature(self, key: bytes) -> str:
         return hmac.new(key, self._payload(), hashlib.sha256).hexdigest()
 
     def stamp(self, key: bytes) -> str:
         reason = base64.urlsafe_b64encode(self.reason.encode()).decode()
-        return (f"<!-- rayservice-impact:approved head={self.head} by={self.by} at={self.at} "
-                f"reason={reason} sig={self.signature(key)} -->")
+        return (f"<!-- rayservice-impact:approved v2 pr={self.number} head={self.head} "
+                f"base={_ref(self.base_ref)} base_sha={self.base_sha} digest={self.digest} by={self.by} "
+                f"at={self.at} reason={reason} sig={self.signature(key)} -->")
+
+    @property
+    def when(self) -> str:
+        return self.at.replace("T", " ").replace("Z", " UTC")
 
     def block(self, key: bytes) -> str:
         """The stamp, the line people read, and an end mark (so a later run can replace it)."""
         shown = " ".join(self.reason.split()).replace("<", "&lt;").replace(">", "&gt;")
-        when = self.at.replace("T", " ").replace("Z", " UTC")
-        return (f"{self.stamp(key)}\n> [!NOTE]\n> ✅ **Hold accepted** by @{self.by} on {when} for head "
-                f"`{self.head[:7]}`: {shown}\n<!-- /rayservice-impact:approved -->\n\n")
+        against = f"`{self.base_ref}` at `{self.base_sha[:7]}`" if self.base_ref else f"`{self.base_sha[:7]}`"
+        return (f"{self.stamp(key)}\n> [!NOTE]\n> ✅ **Hold accepted** by @{self.by} on {self.when} for head "
+                f"`{self.head[:7]}`: {shown}\n>\n> <sub>for this result only: against {against}, report "
+                f"`{self.digest[:8]}`; a push, a new base or another report holds again</sub>\n"
+                f"<!-- /rayservice-impact:approved -->\n\n")
+
+    def void_block(self, why: str) -> str:
+        """The note a later result carries when this approval no longer applies to it."""
+        return (f"<!-- rayservice-impact:approved void -->\n> [!CAUTION]\n> The hold accepted earlier by "
+                f"@{self.by} ({self.when}, head `{self.head[:7]}`) no longer applies: {why}. This result "
+                f"holds again; a maintainer can accept it with `/rayservice-impact approve <reason>`.\n"
+                f"<!-- /rayservice-impact:approved -->\n\n")
 
     @property
     def description(self) -> str:
@@ -185,10 +309,42 @@ def approval_of(body: str, key: bytes) -> Approval | None:
             reason = base64.urlsafe_b64decode(m["reason"].encode()).decode()
         except (ValueError, UnicodeDecodeError):
             continue
-        approval = Approval(m["head"], m["by"], m["at"], reason)
+        approval = Approval(m["head"], m["by"], m["at"], reason, int(m["pr"]), unquote(m["base"]),
+                            m["base_sha"], m["digest"])
         if hmac.compare_digest(approval.signature(key), m["sig"]):
             return approval
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """The result one of our comments shows."""
+
+    head: str
+    binding: Binding | None    # None: a comment stamped before results were bound
+    state: str                 # the analysis' own gate ("" when not stamped)
+    since: str                 # when the comment first showed it (GitHub's clock)
+    approval: Approval | None  # a verified approval of exactly this result
+
+    @property
+    def gate(self) -> str:
+        """What it means for its head: success when it passed or a maintainer accepted exactly it,
+        else its own state ("": unknown)."""
+        return "success" if self.state == "success" or self.approval is not None else self.state
+
+
+def shown_of(comment: dict[str, Any], key: bytes) -> Shown | None:
+    """What ``comment`` (one of ours, as GitHub lists it) shows, if it is a result at all."""
+    body = str(comment.get("body") or "")
+    stamp = stamp_of(body)
+    if stamp is None:
+        return None
+    bound = bound_of(body)
+    binding, since = bound if bound is not None and bound[0].head == stamp[0] else (None, "")
+    approval = approval_of(body, key)
+    if approval is not None and approval.binding != binding:
+        approval = None
+    return Shown(stamp[0], binding, state_of(body), since or str(comment.get("updated_at") or ""), approval)
 
 
 def without_approval(body: str) -> str:
@@ -214,3 +370,24 @@ def approved(verdict: Verdict, approval: Approval) -> Verdict:
 
 def clean_reason(text: str) -> str:
     return " ".join(text.split())[:MAX_REASON]
+
+
+def reply_body(user: str, text: str, comment_id: int) -> str:
+    """An answer to the command in comment ``comment_id``; the hidden mark lets a retry find it."""
+    return f"{REPLY_MARKER}\n@{user} {text}\n<!-- rayservice-impact:reply-to={comment_id} -->"
+
+
+def reply_to(body: str | None) -> int | None:
+    """The command comment one of our replies answers, if it is one."""
+    if not body or REPLY_MARKER not in body:
+        return None
+    m = _REPLY_TO.search(body)
+    return int(m["id"]) if m else None
+
+
+def instant(value: str) -> datetime | None:
+    """An ISO 8601 time as GitHub writes it (``2026-05-04T09:12:03Z``), or None."""
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    except ValueError:
+        return None

@@ -5,8 +5,9 @@ The change is what runs now against what the merge would deploy (:mod:`.revision
 branch's tip and GitHub's test merge commit), rendered at both (:mod:`.rendering`: from the
 repository tarballs, or by Argo CD when it is configured); with ``RAYSERVICE_IMPACT_RENDER=none``
 it is the changed RayService, RayCluster and RayJob files as they are (:func:`.change.fetch_change`).
-The status and check run go on the head SHA; a hold a maintainer accepted for that very SHA
-(:mod:`.commands`) is posted as success.
+The status and check run go on the head SHA; a hold a maintainer accepted for exactly this result
+(:mod:`.commands`: this pull request, head, base and report) is posted as success, and a success
+goes up only when no other pull request with the same head SHA holds it (:mod:`.gate`).
 """
 
 from __future__ import annotations
@@ -32,17 +33,21 @@ from diffing.render.annotations import annotate
 from .change import PullRequest, fetch_change
 from .comment import (
     Approval,
+    Binding,
+    Shown,
     Verdict,
-    approval_of,
     approved,
-    is_ours,
     no_change_body,
+    pinned,
     render_body,
+    shown_of,
     stamp_of,
     verdict_for_error,
     verdict_for_no_change,
     verdict_for_report,
 )
+from .gate import commit_lock, gate_on_commit, status_url
+from .own import find_sticky_comment
 from .rendering import RenderedPull, render_pull
 from .revisions import MERGEABLE_WAITS, NOTE_PR_FILES_CAP, merge_group_entries, resolve
 
@@ -180,9 +185,11 @@ async def _run_rendered(gh: GitHubClient, pr: PullRequest, options: AnalysisOpti
     started = time.monotonic()
     timings: dict[str, float] = {}
 
-    async def publish(verdict: Verdict, footer: str | None = None) -> Outcome:
+    async def publish(verdict: Verdict, footer: str | None = None,
+                      base: tuple[str, str] | None = None) -> Outcome:
         return await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
-                                     timings=timings, footer=footer, approval_key=options.approval_key)
+                                     timings=timings, footer=footer, approval_key=options.approval_key,
+                                     base=base)
 
     try:
         revisions = await resolve(gh, pr, waits=options.mergeable_waits)
@@ -210,7 +217,7 @@ async def _run_rendered(gh: GitHubClient, pr: PullRequest, options: AnalysisOpti
     verdict = await _verdict_for_rendered(pr, pull, options)
     timings["analyse"] = time.monotonic() - started
     footer = revisions.footer(pull.via) + (f" · re-run by @{pr.requested_by}" if pr.requested_by else "")
-    return await publish(verdict, footer)
+    return await publish(verdict, footer, (revisions.base_ref or pr.base_ref, revisions.base))
 
 
 def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str) -> Verdict:
@@ -286,40 +293,89 @@ async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: An
 async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *, check_run: bool = False,
                           is_current: Callable[[], bool] = lambda: True,
                           timings: dict[str, float] | None = None, footer: str | None = None,
-                          approval_key: bytes = b"") -> Outcome:
+                          approval_key: bytes = b"", base: tuple[str, str] | None = None) -> Outcome:
     """Sticky comment, then the status on the head SHA, then (App only) the check run.
 
-    A merge group gets no comment (there is no pull request to comment on). A hold whose head a
-    maintainer accepted (a verified approval stamp in the sticky comment for this very head
-    SHA) keeps the approval line and posts success."""
+    ``base``: (branch, commit) the head was compared with (default: the event's). A merge group
+    gets no comment (there is no pull request to comment on). A hold a maintainer accepted for
+    exactly this result (a verified approval stamp in the sticky comment, bound to this pull
+    request, head, base branch and commit, and report digest) keeps the approval line and posts
+    success; an approval of anything else is void, and the comment says why. A success goes up
+    only when no other pull request with this head SHA holds it (:func:`gate_for_head`)."""
     timings = {} if timings is None else timings
     started = time.monotonic()
     if not is_current():
         return Outcome("superseded")
+    ref, sha = base if base is not None else (pr.base_ref, pr.base_sha)
+    binding = Binding(pr.number, pr.head_sha, ref, sha, verdict.digest)
     outcome = Outcome(verdict.state, verdict.description, timings=timings)
-    if not pr.is_merge_group:
-        try:
-            outcome.comment, approval = await _post_sticky(gh, pr, verdict, footer, approval_key)
-        except GitHubError as exc:
-            log.error("%s: comment not posted: %s", pr.full_name, exc)
-            outcome.comment, approval = "failed", None
-        if approval is not None and verdict.state != "success":
-            log.info("%s: hold accepted by @%s for head %s", pr.full_name, approval.by, pr.head_sha[:7])
-            verdict = approved(verdict, approval)
-            outcome.state, outcome.description = verdict.state, verdict.description
-    if not is_current():  # a newer head arrived while we wrote the comment: its run posts the rest
-        outcome.state = "superseded"
-        return outcome
-    await post_gate(gh, pr, verdict, outcome, check_run=check_run)
+    async with commit_lock(pr):
+        if not pr.is_merge_group:
+            verdict = await _comment(gh, pr, verdict, outcome, footer, approval_key, binding)
+        if not is_current():  # a newer head arrived while we wrote the comment: its run posts the rest
+            outcome.state = "superseded"
+            return outcome
+        verdict = await gate_for_head(gh, pr, verdict, outcome, approval_key, binding)
+        await post_gate(gh, pr, verdict, outcome, check_run=check_run)
     timings["publish"] = time.monotonic() - started
     return outcome
 
 
+async def _comment(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome: Outcome,
+                   footer: str | None, key: bytes, binding: Binding) -> Verdict:
+    """Post the sticky comment; the verdict as accepted, when the comment carries an approval of
+    exactly this result."""
+    try:
+        outcome.comment, approval = await _post_sticky(gh, pr, verdict, footer, key, binding)
+    except GitHubError as exc:
+        log.error("%s: comment not posted: %s", pr.full_name, exc)
+        outcome.comment, approval = "failed", None
+    if approval is None or verdict.state == "success":
+        return verdict
+    log.info("%s: hold accepted by @%s for head %s", pr.full_name, approval.by, pr.head_sha[:7])
+    verdict = approved(verdict, approval)
+    outcome.state, outcome.description = verdict.state, verdict.description
+    return verdict
+
+
+async def gate_for_head(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome: Outcome, key: bytes,
+                        binding: Binding | None = None) -> Verdict:
+    """``verdict`` as it may go on the head SHA (:func:`.gate.gate_on_commit`): a success that
+    another pull request with this head holds is a failure naming it, and one that cannot be
+    checked is an error. A result without a comment (no RayService change) held that way gets one
+    (``binding``), so its own result is on record for the others."""
+    try:
+        gated, found = await gate_on_commit(gh, pr, verdict, key)
+    except GitHubError as exc:
+        log.error("%s: cannot read the other results on %s: %s", pr.full_name, pr.head_sha[:7], exc)
+        gated, found = verdict_for_error(f"cannot check the other pull requests with this head ({exc})",
+                                         comment=False), []
+        outcome.retryable = True
+    if found and binding is not None and verdict.markdown is None and outcome.comment == "none":
+        outcome.comment = await _record_no_change(gh, pr, binding, found)
+    outcome.state, outcome.description = gated.state, gated.description
+    return gated
+
+
+async def _record_no_change(gh: GitHubClient, pr: PullRequest, binding: Binding, found: list[str]) -> str:
+    note = (f"This commit is also the head of {', '.join(found)}: GitHub keeps one `rayservice-impact` "
+            "status per commit, so it shows what holds there.")
+    body = no_change_body(pr.head_sha, pr.updated_at, bound=binding.line(), note=note)
+    try:
+        await gh.create_comment(pr.owner, pr.repo, pr.number, body, find=lambda: find_sticky_comment(gh, pr))
+    except GitHubError as exc:
+        log.error("%s: comment not posted: %s", pr.full_name, exc)
+        return "failed"
+    return "created"
+
+
 async def post_gate(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome: Outcome, *,
                     check_run: bool) -> None:
-    """The ``rayservice-impact`` status (and, with an App, check run) on the head SHA."""
+    """The ``rayservice-impact`` status (and, with an App, check run) on the head SHA; the status
+    names what it is for (:func:`.gate.status_url`)."""
     try:
-        await gh.create_status(pr.owner, pr.repo, pr.head_sha, verdict.state, verdict.description)
+        await gh.create_status(pr.owner, pr.repo, pr.head_sha, verdict.state, verdict.description,
+                               target_url=status_url(pr))
     except GitHubError as exc:
         log.error("%s: status not posted: %s", pr.full_name, exc)
         outcome.state, outcome.retryable = "failed", True
@@ -333,40 +389,32 @@ async def post_gate(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome
             log.error("%s: check run not posted: %s", pr.full_name, exc)
 
 
-async def find_sticky_comment(gh: GitHubClient, pr: PullRequest) -> dict[str, Any] | None:
-    """The comment carrying the hidden marker, if any."""
-    async for comment in gh.issue_comments(pr.owner, pr.repo, pr.number):
-        if is_ours(comment.get("body")):
-            return comment
-    return None
-
-
 async def post_sticky_comment(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *,
                               footer: str | None = None, approval_key: bytes = b"") -> str:
     """Create or edit the one comment carrying the marker; never let an older run overwrite a
     newer one (the stamp's ``at`` is the PR's ``updated_at`` the run started from)."""
-    return (await _post_sticky(gh, pr, verdict, footer, approval_key))[0]
+    binding = Binding(pr.number, pr.head_sha, pr.base_ref, pr.base_sha, verdict.digest)
+    return (await _post_sticky(gh, pr, verdict, footer, approval_key, binding))[0]
 
 
 async def _post_sticky(gh: GitHubClient, pr: PullRequest, verdict: Verdict, footer: str | None,
-                       key: bytes) -> tuple[str, Approval | None]:
-    """(what happened to the comment, the approval it carries for this head SHA, if any)."""
+                       key: bytes, binding: Binding) -> tuple[str, Approval | None]:
+    """(what happened to the comment, the approval it carries of exactly this result, if any)."""
     existing = await find_sticky_comment(gh, pr)
     if footer is None:
         footer = footer_for(pr)
-    approval = approval_of(existing.get("body", ""), key) if existing is not None else None
-    if approval is not None and approval.head != pr.head_sha:
-        approval = None  # a new push clears it: the approval was for another head
+    shown = shown_of(existing, key) if existing is not None else None
+    approval, void = _carried(shown, binding, verdict)
+    since = shown.since if shown is not None and shown.binding == binding else ""
     if verdict.markdown is None:
-        if existing is None:
-            return "none", None
-        if verdict.state != "success":  # could not read the change: leave the last result standing
-            return "none", None
-        body = no_change_body(pr.head_sha, pr.updated_at)
+        if existing is None or verdict.state != "success":  # could not read the change: leave the last
+            return "none", None                              # result standing
+        body = no_change_body(pr.head_sha, pr.updated_at, bound=binding.line(since))
         approval = None
     else:
         body = render_body(verdict.markdown, head_sha=pr.head_sha, at=pr.updated_at, footer=footer,
-                           state=verdict.state, approval=approval.block(key) if approval else "")
+                           state=verdict.state, approval=approval.block(key) if approval else void,
+                           bound=binding.line(since))
     if existing is None:
         await gh.create_comment(pr.owner, pr.repo, pr.number, body,
                                 find=lambda: find_sticky_comment(gh, pr))
@@ -375,7 +423,18 @@ async def _post_sticky(gh: GitHubClient, pr: PullRequest, verdict: Verdict, foot
     if stamp and pr.updated_at and stamp[1] > pr.updated_at:
         log.info("%s: the comment holds a newer result (%s); not overwritten", pr.full_name, stamp[1])
         return "stale", None
-    if existing.get("body") == body:
+    if pinned(str(existing.get("body") or ""), since) == body:
         return "unchanged", approval
     await gh.update_comment(pr.owner, pr.repo, int(existing["id"]), body)
     return "updated", approval
+
+
+def _carried(shown: Shown | None, binding: Binding, verdict: Verdict) -> tuple[Approval | None, str]:
+    """(the approval that applies to this result, else the note on why an earlier one does not)."""
+    if shown is None or shown.approval is None:
+        return None, ""
+    if shown.approval.binding == binding:
+        return shown.approval, ""
+    if verdict.state == "success":
+        return None, ""
+    return None, shown.approval.void_block(binding.change_from(shown.approval.binding))

@@ -135,6 +135,7 @@ class GitHubService:
         self.dispatcher = Dispatcher(self._run, workers=int(_tuning(settings, "github_workers")),
                                      max_pending=int(_tuning(settings, "github_max_pending")))
         self._comments_seen: Lru = Lru(10_000)  # comment ids whose command was taken (redeliveries)
+        self._token_login = ""                   # the token's user (GET /user), asked once
 
     @asynccontextmanager
     async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
@@ -188,12 +189,24 @@ class GitHubService:
         return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
 
     async def _client_for(self, pr: PullRequest) -> GitHubClient:
+        """A client with this pull request's credentials, knowing who they write as (only the
+        comments that identity wrote are ours: :mod:`app.github.own`)."""
         assert self.gh is not None
+        gh = self.gh
         if self.app_auth is not None:
-            installation = (pr.installation_id
-                            or await self.app_auth.installation_id(self.gh, pr.owner, pr.repo))
-            return self.gh.with_token(self.app_auth.installation_token(self.gh, installation))
-        return self.gh.with_token(static_token(self.token) if self.token else None)
+            auth = self.app_auth
+            installation = pr.installation_id or await auth.installation_id(gh, pr.owner, pr.repo)
+            return gh.with_token(auth.installation_token(gh, installation),
+                                 login=lambda: auth.bot_login(gh, installation))
+        return gh.with_token(static_token(self.token) if self.token else None, login=self._own_token_login)
+
+    async def _own_token_login(self) -> str:
+        """The token's user (``GET /user``): never a guess, so a failure leaves nothing ours."""
+        if not self._token_login:
+            assert self.gh is not None
+            self._token_login = await self.gh.with_token(
+                static_token(self.token) if self.token else None).authenticated_login()
+        return self._token_login
 
     async def handle(self, request: Request) -> Response:
         body = await _read_limited(request, self.max_body)

@@ -27,6 +27,7 @@ BASE_SHA = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"   # the examples' PR
 HEAD_SHA = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
 HEAD2_SHA = "1111111111111111111111111111111111111111"
 MANIFEST = "k8s/rayservice.yaml"
+SERVICE_LOGIN = "rayservice-impact-bot"   # the user whose token the service runs with
 
 
 def manifest(name: str) -> str:
@@ -126,12 +127,16 @@ def settle(standin: GitHubStandIn, quiet: float = 0.2) -> None:
 @contextlib.contextmanager
 def github_service(standin: GitHubStandIn | None = None, *, prefix: str = "",
                    **settings: Any) -> Iterator[tuple[str, GitHubStandIn]]:
-    """The stand-in and the real service (create_app) wired to it, both on real uvicorn servers."""
+    """The stand-in and the real service (create_app) wired to it, both on real uvicorn servers.
+    With a token, the service runs as a user's token (``SERVICE_LOGIN`` unless the stand-in names
+    another ``token_login``)."""
     standin = standin or GitHubStandIn(prefix, token=TOKEN)
     with running_server(standin.app, ready_path=None) as github_url:
         values = {"github_webhook_secret": SECRET, "github_api_url": github_url + prefix,
                   "github_token": TOKEN, "github_write_interval_seconds": 0.0,
                   "analysis_executor": "thread", "live_basis": "off", **settings}
+        if values["github_token"] and standin.token_login is None:
+            standin.token_login = SERVICE_LOGIN
         app = create_app(load_settings(**values))
         with running_server(app) as base_url:
             yield base_url, standin
@@ -198,9 +203,11 @@ _comment_ids = iter(range(492700401, 492800000))
 
 
 def comment_event(number: int, body: str, *, user: str = "Codertocat", user_type: str = "User",
-                  created_at: str = "2019-05-15T15:40:12Z", comment_id: int | None = None) -> dict[str, Any]:
-    """tests/data/github/issue_comment.created.pull_request.json with this comment."""
+                  created_at: str | None = None, comment_id: int | None = None) -> dict[str, Any]:
+    """tests/data/github/issue_comment.created.pull_request.json with this comment, written now
+    (GitHub's ``created_at``, the stand-in's clock) unless ``created_at`` says when."""
     data = json.loads(payload_bytes("issue_comment.created.pull_request.json"))
+    created_at = created_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     data["issue"]["number"] = number
     comment = data["comment"]
     comment.update(id=comment_id or next(_comment_ids), body=body, created_at=created_at,

@@ -13,6 +13,13 @@ conflict), ``GET git/ref/heads/{branch}``, ``GET compare/{base}...{head}`` (merg
 300 files), ``GET git/trees/{sha}?recursive=1``. ``GET collaborators/{user}/permission`` answers
 from ``permissions`` (role names; "read" for anyone else).
 
+Who a call is made as, as GitHub tells it: an App installation token writes as the App's bot
+``{app_slug}[bot]`` (``GET /app/installations/{id}`` with the App's JWT gives ``app_slug``; ``GET /user``
+is 403 "Resource not accessible by integration"); the static token is ``token_login``'s personal
+token (``GET /user`` answers that user) or, when ``token_login`` is None, a workflow's
+``GITHUB_TOKEN`` (``github-actions[bot]``, ``GET /user`` 403). Comments and statuses are authored by
+the caller. ``GET commits/{ref}/statuses`` lists a commit's statuses, newest first.
+
 Tarballs (``GET /repos/{o}/{r}/tarball/{ref}``) answer 302 to a codeload path on the same host
 (``/_codeload/{o}/{r}/legacy.tar.gz/{sha}?token=...``, like GHES), which serves a real
 ``git archive --format=tar.gz --prefix={o}-{r}-{sha7}/`` of a repository registered with
@@ -69,10 +76,17 @@ class Fault:
     after_commit: bool = False  # do the work, then answer the fault (GitHub's 5xx after a write)
 
 
+INTEGRATION = {"message": "Resource not accessible by integration",
+               "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user",
+               "status": "403"}
+
+
 class GitHubStandIn:
-    def __init__(self, prefix: str = "", *, token: str | None = None) -> None:
+    def __init__(self, prefix: str = "", *, token: str | None = None, token_login: str | None = None) -> None:
         self.prefix = prefix.rstrip("/")
         self.token = token                       # required bearer token (None: anything goes)
+        self.token_login = token_login           # the token's user (None: a workflow's GITHUB_TOKEN)
+        self.app_slug = "rayservice-impact"      # the App's bot is f"{app_slug}[bot]"
         self.app_public_key: bytes | None = None  # set: JWTs are verified, installation tokens minted
         self.app_id = ""
         self.installations: dict[str, int] = {}
@@ -112,6 +126,9 @@ class GitHubStandIn:
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/trees/(?P<sha>[^/]+)", self._tree),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/collaborators/(?P<user>[^/]+)/permission",
              self._permission),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>[^/]+)/statuses", self._list_statuses),
+            ("GET", r"/user", self._user),
+            ("GET", r"/app/installations/(?P<id>\d+)", self._app_installation),
             ("GET", r"/_codeload/(?P<o>[^/]+)/(?P<r>[^/]+)/legacy\.tar\.gz/(?P<ref>.+)", self._codeload),
         ]
         self.app = Starlette(routes=[Route("/{rest:path}", self._dispatch,
@@ -172,7 +189,8 @@ class GitHubStandIn:
         full = f"{owner}/{repo}"
         head_full = head_repo or full
         pull = {"url": f"https://api.github.com/repos/{full}/pulls/{number}", "id": 1000 + number,
-                "number": number, "state": "open", "locked": False, "title": "Update the fruit",
+                "html_url": f"https://github.com/{full}/pull/{number}", "number": number, "state": "open",
+                "locked": False, "title": "Update the fruit",
                 "user": {"login": "Codertocat", "type": "User"}, "draft": False, "merged": False,
                 "created_at": "2019-05-15T15:20:33Z", "updated_at": updated_at,
                 "head": {"label": f"{head_full.split('/')[0]}:{head_ref}", "ref": head_ref, "sha": head_sha,
@@ -300,8 +318,8 @@ class GitHubStandIn:
         comment = {"id": self._ids, "node_id": f"IC_{self._ids}", "body": call.body["body"],
                    "url": f"https://api.github.com/repos/{g['o']}/{g['r']}/issues/comments/{self._ids}",
                    "html_url": f"https://github.com/{g['o']}/{g['r']}/pull/{g['n']}#issuecomment-{self._ids}",
-                   "user": {"login": "rayservice-impact[bot]", "id": 1, "type": "Bot"},
-                   "created_at": now, "updated_at": now, "author_association": "NONE"}
+                   "user": self._caller(call), "created_at": now, "updated_at": now,
+                   "author_association": "NONE", "performed_via_github_app": self._via_app(call)}
         self.comments.setdefault((g["o"], g["r"], int(g["n"])), []).append(comment)
         return _json(comment, 201)
 
@@ -322,11 +340,46 @@ class GitHubStandIn:
             return _json({"message": "Validation Failed", "errors": [
                 {"message": "description is too long (maximum is 140 characters)"}]}, 422)
         self._ids += 1
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         status = {"id": self._ids, "state": body["state"], "description": body.get("description"),
                   "context": body.get("context", "default"), "target_url": body.get("target_url"),
-                  "sha": g["sha"], "repo": f"{g['o']}/{g['r']}"}
+                  "sha": g["sha"], "repo": f"{g['o']}/{g['r']}", "created_at": now, "updated_at": now,
+                  "creator": self._caller(call)}
         self.statuses.append(status)
         return _json(status, 201)
+
+    def _list_statuses(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        repo = f"{g['o']}/{g['r']}"
+        mine = [{k: v for k, v in s.items() if k not in ("sha", "repo")} for s in reversed(self.statuses)
+                if s["sha"] == g["ref"] and s["repo"] == repo]
+        return self._page(request, mine)
+
+    # -- who a call is made as -------------------------------------------------------------------
+    def _caller(self, call: Call) -> dict[str, Any]:
+        token = call.headers.get("authorization", "").removeprefix("Bearer ").removeprefix("token ")
+        if token in self.issued_tokens:
+            return {"login": f"{self.app_slug}[bot]", "id": 31337, "type": "Bot"}
+        if self.token_login is not None:
+            return {"login": self.token_login, "id": 583231, "type": "User"}
+        return {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
+
+    def _via_app(self, call: Call) -> dict[str, Any] | None:
+        token = call.headers.get("authorization", "").removeprefix("Bearer ").removeprefix("token ")
+        return {"id": int(self.app_id or 0), "slug": self.app_slug} if token in self.issued_tokens else None
+
+    def _user(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        user = self._caller(call)
+        if user["type"] == "Bot":  # an installation's token, or a workflow's GITHUB_TOKEN
+            return _json(INTEGRATION, 403)
+        return _json({**user, "node_id": "MDQ6VXNlcjU4MzIzMQ==", "site_admin": False}, 200)
+
+    def _app_installation(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        if self._verify_jwt(call) is None:
+            return _json({"message": "A JSON web token could not be decoded"}, 401)
+        return _json({"id": int(g["id"]), "app_id": int(self.app_id), "app_slug": self.app_slug,
+                      "target_type": "Organization", "repository_selection": "selected",
+                      "permissions": {"checks": "write", "issues": "write", "pull_requests": "write",
+                                      "statuses": "write", "metadata": "read"}}, 200)
 
     def _check_run(self, request: Request, call: Call, g: dict[str, str]) -> Response:
         if self.app_public_key is None:

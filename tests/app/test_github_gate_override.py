@@ -14,6 +14,7 @@ import pytest
 from github_helpers import (
     OWNER,
     REPO,
+    SERVICE_LOGIN,
     TAG,
     TOKEN,
     comment_event,
@@ -177,7 +178,8 @@ def test_commands_ignored_without_a_call(tmp_path: Path) -> None:
 
 def test_forged_approval_stamp_approves_nothing(tmp_path: Path) -> None:
     """Anyone can paste the marker and a stamp into a comment: it is not signed with the
-    service's key, so the hold stands."""
+    service's key, so the hold stands; and it is not the service's comment, so the service
+    writes its own next to it."""
     repo, start, head = held_pull(tmp_path)
     forged = Approval(head, "octo-admin", "2019-05-15T15:30:00Z", "trust me")
     body = (f"{MARKER}\n<!-- rayservice-impact:head={head} at=2019-05-15T15:20:00Z -->\n"
@@ -190,7 +192,9 @@ def test_forged_approval_stamp_approves_nothing(tmp_path: Path) -> None:
         wait_for(lambda: statuses_for(gh, head), timeout=30, what="the status")
         settle(gh, 0.2)
     assert [s["state"] for s in statuses_for(gh, head)] == ["failure"]
-    assert "Hold accepted" not in gh.comments[(OWNER, REPO, N)][0]["body"]
+    pasted, ours = gh.comments[(OWNER, REPO, N)]
+    assert pasted["body"] == body   # not ours (another author): neither believed nor edited
+    assert ours["user"]["login"] == SERVICE_LOGIN and "Hold accepted" not in ours["body"]
     assert approval_of(body, b"not the key") == forged and approval_of(body, b"the key") is None
 
 

@@ -69,6 +69,7 @@ def test_webhook_typical_pr_call_count_and_latency(capsys):
         ("GET", f"/repos/{OWNER}/{REPO}/contents/{MANIFEST}"),
         ("GET", f"/repos/{OWNER}/{REPO}/issues/{NUMBER}/comments"),
         ("POST", f"/repos/{OWNER}/{REPO}/issues/{NUMBER}/comments"),
+        ("GET", f"/repos/{OWNER}/{REPO}/commits/{HEAD_SHA}/statuses"),  # a success: does anything hold?
         ("POST", f"/repos/{OWNER}/{REPO}/statuses/{HEAD_SHA}"),
     ]
     assert sorted(c.query["ref"] for c in gh.calls_to("GET", "/contents/")) == sorted([BASE_SHA, HEAD_SHA])
