@@ -25,8 +25,12 @@ from typing import Any
 
 import yaml
 
+from diffing.errors import ManifestError
+from diffing.loading import load_value
+from diffing.scope import decode
+
 from .process import RenderError, RenderLimits, decode_utf8, run_tool
-from .roots import KUSTOMIZATION_FILES, KustomizeOptions
+from .roots import DISCOVERY_LIMITS, KUSTOMIZATION_FILES, KustomizeOptions
 from .snapshot import Snapshot
 
 
@@ -78,11 +82,19 @@ def _kustomization(folder: str) -> dict[str, Any]:
         if os.path.isfile(path):
             try:
                 with open(path, "rb") as fh:
-                    doc = yaml.safe_load(fh.read(4 * 1024 * 1024).decode("utf-8"))
-            except (OSError, yaml.YAMLError, UnicodeDecodeError):
+                    doc = _load(fh.read(4 * 1024 * 1024), name)
+            except (OSError, ManifestError):
                 return {}
             return doc if isinstance(doc, dict) else {}
     return {}
+
+
+def _load(data: bytes, name: str) -> Any:
+    """A kustomization, decoded and bounded as every YAML the service reads (an alias bomb in a
+    PR's kustomization is refused, never expanded when the edited copy is written back)."""
+    if len(data) > 4 * 1024 * 1024:
+        raise ManifestError("larger than 4 MiB", source=name)
+    return load_value(decode(data, name), source=name, limits=DISCOVERY_LIMITS)
 
 
 def _uses_helm_charts(folder: str, root: str, tool: str) -> bool:
@@ -133,9 +145,9 @@ def _apply_options(folder: str, options: KustomizeOptions, tool: str) -> None:
     path = os.path.join(folder, name)
     with open(path, "rb") as fh:
         try:
-            doc = yaml.safe_load(fh.read().decode("utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise RenderError(tool, f"{name}: {exc}") from None
+            doc = _load(fh.read(4 * 1024 * 1024 + 1), name) or {}
+        except ManifestError as exc:
+            raise RenderError(tool, f"{name}: {exc.message}") from None
     if not isinstance(doc, dict):
         raise RenderError(tool, f"{name}: not a mapping")
     edit_kustomization(doc, options)

@@ -9,10 +9,13 @@ repositories, real kubectl kustomize, the real service against the GitHub stand-
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import shutil
-import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +54,8 @@ def plain_repo(tmp_path: Path, before: tuple[bytes, str] | None = None) -> tuple
     return repo, commit(repo, "initial")
 
 
-def spell_after(repo: Path, spelling: str) -> str:
-    data, suffix = SPELLINGS[spelling](AFTER)
+def spell_after(repo: Path, spelling: str, text: str = AFTER) -> str:
+    data, suffix = SPELLINGS[spelling](text)
     for old in (repo / "llm").glob("rayservice.*"):
         old.unlink()
     (repo / "llm" / f"rayservice{suffix}").write_bytes(data)
@@ -65,6 +68,27 @@ def decisions(repo: Path, base: str, head: str, capsys: Any) -> dict[str, tuple[
         code, report = run(repo, base, head, capsys, "--render", mode)
         out[mode] = (code, report.get("decision") or report.get("stderr", ""))
     return out
+
+
+def _pairs() -> dict[str, tuple[str, str]]:
+    """Every sample pair of the repository (RayService and RayCluster), and a RayJob pair from
+    KubeRay's own RayJob sample (an entrypoint change: the next run)."""
+    out = {}
+    for d in sorted((ROOT / "samples").iterdir()):
+        if (d / "before.yaml").is_file():
+            out[d.name] = ((d / "before.yaml").read_text(), (d / "after.yaml").read_text())
+    job = (ROOT / "tests" / "data" / "kuberay-rayjob" / "ray-job.sample.yaml").read_text()
+    docs = [d for d in yaml.safe_load_all(job) if d]
+    changed = json.loads(json.dumps(docs))
+    for d in changed:
+        if d.get("kind") == "RayJob":
+            d["spec"]["entrypoint"] = "python /home/ray/samples/sample_code.py --epochs 2"
+    out["rayjob-entrypoint"] = (yaml.safe_dump_all(docs, sort_keys=False),
+                                yaml.safe_dump_all(changed, sort_keys=False))
+    return out
+
+
+PAIRS = _pairs()
 
 
 # -- 1, 2, 3: spellings, encodings and list kinds ----------------------------------------------
@@ -250,21 +274,27 @@ def test_webhook_flows_give_the_same_decision(tmp_path: Path) -> None:
     )
     from github_standin import GitHubStandIn
 
-    cases = ["kind-comment", "utf-16", "RayServiceList", "json-file", "flow-style"]
+    cases = [("gpu-image-bump", "kind-comment"), ("gpu-image-bump", "utf-16"),
+             ("gpu-image-bump", "RayServiceList"), ("gpu-image-bump", "json-file"),
+             ("gpu-image-bump", "flow-style"), ("raycluster-image-bump-recreate", "utf-32"),
+             ("raycluster-group-rename", "List"), ("rayjob-entrypoint", "kind-tag")]
     for render in ("none", "auto"):
         with github_service(GitHubStandIn(token=TOKEN), render=render) as (url, gh):
-            for number, spelling in enumerate(cases, start=1):
-                sub = tmp_path / f"{render}-{spelling}"
+            for number, (pair, spelling) in enumerate(cases, start=1):
+                old, new = PAIRS[pair]
+                expected = diffing.analyze([("before", old)], [("after", new)]).decision
+                sub = tmp_path / f"{render}-{number}"
                 sub.mkdir()
-                repo, base = plain_repo(sub)
-                head = spell_after(repo, spelling)
+                repo, base = plain_repo(sub, (old.encode(), ".yaml"))
+                head = spell_after(repo, spelling, new)
                 gh.add_git_pull(OWNER, REPO, number, base, head, repo)
                 assert post_event(url, "pull_request", pull_event(number, base, head)).status_code == 202
                 wait_for(lambda head=head: statuses_for(gh, head), timeout=60, what="a status")
                 settle(gh, 0.05)
                 [status] = statuses_for(gh, head)
-                assert status["state"] == "failure", (render, spelling, status)
-                assert status["description"].startswith("hold"), (render, spelling, status)
+                state = "failure" if expected == "hold" else "success"
+                assert (status["state"], status["description"].split(":")[0]) == (state, expected), \
+                    (render, pair, spelling, status)
 
 
 # -- the property: any combination of spellings, on either side, is the same change ------------
@@ -272,19 +302,29 @@ def test_webhook_flows_give_the_same_decision(tmp_path: Path) -> None:
 _NAMES = sorted(SPELLINGS)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(before=st.sampled_from(_NAMES), after=st.sampled_from(_NAMES))
+def _git_json(repo: Path, base: str, head: str, mode: str) -> tuple[int, dict[str, Any]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["git", base, head, "--repo", str(repo), "--format", "json", "--render", mode])
+    return code, json.loads(out.getvalue())
+
+
+@settings(max_examples=int(os.environ.get("SPELLING_EXAMPLES", "100")), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pair=st.sampled_from(sorted(PAIRS)), before=st.sampled_from(_NAMES), after=st.sampled_from(_NAMES))
 def test_property_spellings_never_change_the_decision(tmp_path_factory: pytest.TempPathFactory,
-                                                      before: str, after: str) -> None:
+                                                      pair: str, before: str, after: str) -> None:
+    """For every sample pair (RayService, RayCluster, RayJob) and any spelling of either side, the
+    ``git`` flows (rendered and plain) decide as ``analyze`` does on the plain files."""
+    old, new = PAIRS[pair]
+    expected = diffing.analyze([("before", old)], [("after", new)]).decision
     tmp = tmp_path_factory.mktemp("spell")
-    repo, base = plain_repo(tmp, SPELLINGS[before](BEFORE))
-    head = spell_after(repo, after)
+    repo, base = plain_repo(tmp, SPELLINGS[before](old))
+    head = spell_after(repo, after, new)
     for mode in ("auto", "none"):
-        proc = subprocess.run([sys.executable, "-m", "app", "git", base, head, "--repo", str(repo),
-                               "--format", "json", "--render", mode],
-                              capture_output=True, text=True, cwd=ROOT)
-        report = json.loads(proc.stdout)
-        assert (proc.returncode, report["decision"]) == (3, EXPECTED), (before, after, mode)
+        code, report = _git_json(repo, base, head, mode)
+        assert report["decision"] == expected, (pair, before, after, mode, report.get("summary"))
+        assert code == (3 if expected == "hold" else 0)
 
 
 # -- unknown sources: hold by default, relaxed per source by the policy ---------------------------
@@ -341,3 +381,49 @@ def test_an_application_set_is_never_allowed_by_source(tmp_path: Path, capsys) -
     (tmp_path / "policy.yaml").write_text(yaml.safe_dump({"unknownSources": {"allow": [REPO_URL]}}))
     code, report = run(repo, base, commit(repo), capsys, "--policy", str(tmp_path / "policy.yaml"))
     assert (code, report["findings"][0]["severity"]) == (3, "error")
+
+
+# -- bombs in what the service reads itself ------------------------------------------------------
+
+def _alias_bomb(levels: int = 9) -> str:
+    """A few hundred bytes that expand to 10^levels strings when aliases are followed."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_in_an_application_is_refused_fast(tmp_path: Path, capsys) -> None:
+    repo = make_repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    bomb = _alias_bomb()
+    text = ("apiVersion: argoproj.io/v1alpha1\nkind: Application\n" + bomb
+            + "metadata:\n  name: *a8\n  namespace: argocd\nspec: {}\n")
+    write(repo, "apps/bomb.yaml", text)
+    head = commit(repo)
+    started = time.monotonic()
+    code, report = run(repo, base, head, capsys)
+    assert time.monotonic() - started < 20
+    [f] = report["findings"]
+    assert (code, f["severity"], f["code"], f["path"]) == (3, "error", "render-failed", "apps/bomb.yaml")
+    assert "nodes" in f["message"] or "alias" in f["message"], f["message"]
+
+
+@needs_kubectl
+def test_an_alias_bomb_in_a_kustomization_an_application_edits_is_refused(tmp_path: Path, capsys) -> None:
+    """An Application with kustomize options makes the tool rewrite the kustomization: a bomb in it
+    is refused when read, never expanded when written back."""
+    repo = make_repo(tmp_path, with_apps=True)
+    base = git(repo, "rev-parse", "HEAD")
+    kust = (repo / "overlays/prod/kustomization.yaml").read_text()
+    (repo / "overlays/prod/kustomization.yaml").write_text(_alias_bomb().replace("a0:", "x-a0:", 1)
+                                                           .replace("\na", "\nx-a") + kust)
+    app = yaml.safe_load((repo / "apps/llm-prod.yaml").read_text())
+    app["spec"]["source"]["kustomize"] = {"namePrefix": "p-"}
+    write(repo, "apps/llm-prod.yaml", app)
+    head = commit(repo)
+    started = time.monotonic()
+    code, report = run(repo, base, head, capsys)
+    assert time.monotonic() - started < 30
+    assert code == 3 and report["decision"] == "hold"
+    assert {f["code"] for f in report["findings"]} == {"render-failed"}
