@@ -28,6 +28,7 @@ from spellings import SPELLINGS
 
 import diffing
 from app.cli import main
+from diffing.scope import decode
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE = (ROOT / "samples" / "gpu-image-bump" / "before.yaml").read_text()
@@ -314,10 +315,14 @@ def _git_json(repo: Path, base: str, head: str, mode: str) -> tuple[int, dict[st
 @given(pair=st.sampled_from(sorted(PAIRS)), before=st.sampled_from(_NAMES), after=st.sampled_from(_NAMES))
 def test_property_spellings_never_change_the_decision(tmp_path_factory: pytest.TempPathFactory,
                                                       pair: str, before: str, after: str) -> None:
-    """For every sample pair (RayService, RayCluster, RayJob) and any spelling of either side, the
-    ``git`` flows (rendered and plain) decide as ``analyze`` does on the plain files."""
+    """For every sample pair (RayService, RayCluster, RayJob) and any spelling of either side,
+    ``analyze`` on the spelled texts and the ``git`` flows (rendered and plain) decide as
+    ``analyze`` does on the plain files (the webhook: the fixed cases above)."""
     old, new = PAIRS[pair]
     expected = diffing.analyze([("before", old)], [("after", new)]).decision
+    # analyze on the spelled files themselves, decoded as the CLI reads them
+    spelled = [decode(SPELLINGS[before](old)[0]), decode(SPELLINGS[after](new)[0])]
+    assert diffing.analyze([("before", spelled[0])], [("after", spelled[1])]).decision == expected
     tmp = tmp_path_factory.mktemp("spell")
     repo, base = plain_repo(tmp, SPELLINGS[before](old))
     head = spell_after(repo, after, new)
