@@ -1,0 +1,143 @@
+"""Conformance: the Python prediction against KubeRay v1.7.0's own reconcilers (conformance/).
+
+    python scripts/conformance.py run [--seed 7] [--count 2000] [--jobs N]   the full run
+    python scripts/conformance.py show 'project:gpu-image-bump/before.yaml|image.all'   one case, both answers
+    python scripts/conformance.py list-mutations
+
+``run`` prints the agreement per outcome field and writes every disagreement to
+.cache/conformance/report.json and report.md; it exits 1 when a disagreement is not covered by
+conformance/limits.json. A case id is ``BASE|MUTATION[+MUTATION...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from conformance import cases as gen  # noqa: E402
+from conformance import compare, harness  # noqa: E402
+
+
+def _prepare() -> tuple[str, list[str]]:
+    log: list[str] = []
+    try:
+        binary = harness.build(log)
+    except harness.Unavailable as exc:
+        sys.exit(f"conformance not run: {exc}")
+    return binary, log
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    binary, log = _prepare()
+    t1 = time.monotonic()
+    cases = gen.generate(harness.SRC, args.seed, args.count)
+    t2 = time.monotonic()
+    results = harness.run(binary, cases, args.jobs)
+    t3 = time.monotonic()
+    report = compare.evaluate(cases, results, compare.load_limits())
+    t4 = time.monotonic()
+    for line in log:
+        print(line)
+    kinds: dict[str, int] = {}
+    for c in cases:
+        kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
+    unconverged = sum(1 for r in results.values() if not r.get("error") and not r.get("converged"))
+    print(f"cases: {len(cases)} ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}); "
+          f"not run by the oracle: {len(report['skipped'])}; no fixpoint within the round limit: "
+          f"{unconverged}")
+    print(f"time: build {t1 - t0:.1f} s, generate {t2 - t1:.1f} s, oracle {t3 - t2:.1f} s "
+          f"({1000 * (t3 - t2) / max(1, len(cases)):.0f} ms/case wall), prediction+compare {t4 - t3:.1f} s")
+    print("agreement per outcome field:")
+    for field, a in report["agreement"].items():
+        print(f"  {field:14} {a['agree']:5}/{a['of']:<5} {100 * a['agree'] / max(1, a['of']):6.2f} %")
+    by: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for d in report["disagreements"]:
+        key = (d["field"], d["kind"], json.dumps(d["python"]), json.dumps(d["oracle"]))
+        by.setdefault(key, []).append(d)
+    print(f"disagreements: {len(report['disagreements'])} "
+          f"({len(report['unexplained'])} not covered by conformance/limits.json)")
+    for (field, kind, p, o), ds in sorted(by.items(), key=lambda kv: -len(kv[1])):
+        lim = ds[0]["limit"] or "UNEXPLAINED"
+        print(f"  {len(ds):4}  {field:12} {kind:10} python={p} oracle={o}  [{lim}]  e.g. {ds[0]['id']}")
+    os.makedirs(harness.CACHE, exist_ok=True)
+    with open(os.path.join(harness.CACHE, "report.json"), "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1)
+    with open(os.path.join(harness.CACHE, "report.md"), "w", encoding="utf-8") as f:
+        f.write(markdown(report))
+    with open(os.path.join(harness.CACHE, "results.jsonl"), "w", encoding="utf-8") as f:
+        for r in results.values():
+            f.write(json.dumps(r) + "\n")
+    print(f"report: {os.path.join(harness.CACHE, 'report.md')}")
+    return 1 if report["unexplained"] else 0
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = ["# Conformance report", "", "| field | agree | of | % |", "| --- | --- | --- | --- |"]
+    for field, a in report["agreement"].items():
+        lines.append(f"| {field} | {a['agree']} | {a['of']} | {100 * a['agree'] / max(1, a['of']):.2f} |")
+    lines += ["", "## Disagreements", ""]
+    for d in report["disagreements"]:
+        small = compare.minimal(d, report)
+        lines.append(f"- `{d['id']}` **{d['field']}**: python `{json.dumps(d['python'])}`, oracle "
+                     f"`{json.dumps(d['oracle'])}` — limit: {d['limit'] or 'NONE'}"
+                     + (f" — minimal: `{small}`" if small and small != d["id"] else ""))
+    lines += ["", "## Not run by the oracle", ""]
+    lines += [f"- `{s['id']}`: {s['why']}" for s in report["skipped"]]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    binary, _ = _prepare()
+    base_name, _, muts = args.id.partition("|")
+    base = next((b for b in gen.bases(harness.SRC) if b.name == base_name), None)
+    if base is None:
+        sys.exit(f"no base {base_name!r}")
+    case = gen.make_case(base, tuple(m for m in muts.split("+") if m), args.seed)
+    if case is None:
+        sys.exit("the mutations do not apply to this base (or change nothing)")
+    result = harness.run(binary, [case], 1)[case["id"]]
+    py = compare.predict(case)
+    orc = compare.oracle_view(result)
+    print(json.dumps({"case": {k: case[k] for k in ("id", "kind", "featureGates", "env", "mutations")},
+                      "python": {k: v for k, v in py.items() if k != "hashInput"},
+                      "oracle": {k: v for k, v in orc.items() if k != "hashInput"},
+                      "disagreements": compare.compare(case, py, orc),
+                      "oracleResult": {k: v for k, v in result.items() if k not in ("hash",)}}, indent=1))
+    if args.write:
+        with open(args.write, "w", encoding="utf-8") as f:
+            json.dump(case, f)
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--seed", type=int, default=7)
+    r.add_argument("--count", type=int, default=2000)
+    r.add_argument("--jobs", type=int, default=None)
+    s = sub.add_parser("show")
+    s.add_argument("id")
+    s.add_argument("--seed", type=int, default=7)
+    s.add_argument("--write", help="also write the case as JSON here")
+    sub.add_parser("list-mutations")
+    args = p.parse_args()
+    if args.cmd == "run":
+        return cmd_run(args)
+    if args.cmd == "show":
+        return cmd_show(args)
+    for name, m in gen.CATALOGUE.items():
+        print(f"{name:40} {','.join(m.kinds)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
