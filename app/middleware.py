@@ -6,7 +6,6 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
 
 from starlette.datastructures import MutableHeaders
 from starlette.responses import JSONResponse
@@ -153,7 +152,7 @@ class ObserveMiddleware:
             seconds = time.perf_counter() - started
             route = _route_of(scope)
             self.metrics.observe_request(scope["method"], route, status, seconds)
-            state: dict[str, Any] = scope.get("state") or {}
+            state = scope.get("state") or {}
             log_request({"method": scope["method"], "route": route, "status": status,
                          "duration_ms": round(seconds * 1000, 2), "decision": state.get("decision"),
                          "error": state.get("error_code"), "cache": state.get("cache"),

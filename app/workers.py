@@ -7,10 +7,19 @@ is refused at once (503) instead of piling up. A job that outlives its time budg
 answered 503 with ``Retry-After``; its slot stays taken until the worker really finishes, so
 the bound holds even for runaway inputs.
 
+Heavy jobs never take the last worker: a request over ``HEAVY_INPUT_BYTES`` of manifests, and
+every analysis of the GitHub flow (background work), wait for one of ``workers - 1`` heavy slots.
+Two clients asking for 14 MB reports (1.1 s of analysis each) otherwise held both workers of a
+2-worker service and small requests waited behind them (valid p99 x38 in ``bench/adversarial.py``).
+
 A job is a plain dict and its result is a plain dict with the report already encoded as
 JSON bytes (or markdown text): cheap to pickle, and the event loop does no encoding. Errors
 are turned into answers inside the worker by :func:`app.errors.error_for`, because core
 exceptions do not survive pickling with their fields.
+
+A GitHub webhook job (one pull request: read, render, analyse, publish) has a deadline of its
+own over all of that (:func:`bound_github_jobs`): each step has its bounds, but their sum over
+many roots and retries had none, and a job that ran on left its commit status pending for good.
 """
 
 from __future__ import annotations
@@ -18,12 +27,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import json
+import logging
 import math
 import multiprocessing
 import os
 import time
 import traceback
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import diffing
@@ -48,6 +59,14 @@ spec:
 _LIMIT_NODES, _LIMIT_DEPTH = 500_000, 100
 # An answer is never larger than this: past it the request is refused (422), not streamed.
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
+# A request with more manifest text than this is heavy (the 5 KB pair takes 10 ms; a 645 KB
+# RayService of 200 worker groups about 0.3 s): it waits for a heavy slot.
+HEAVY_INPUT_BYTES = 256 * 1024
+# One GitHub pull-request job, end to end. Its steps are bounded one by one (a render 60 s, the
+# analysis 10 s, GitHub's retries 120 s); a pull request rendered in under a minute is far below.
+JOB_DEADLINE_SECONDS = 300.0
+
+log = logging.getLogger("rayservice_impact")
 
 
 def encode_json(value: Any) -> bytes:
@@ -94,6 +113,12 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def input_bytes(job: dict[str, Any]) -> int:
+    """The manifest text a job carries. An Argo CD body that is still a body (its conversion to
+    texts failed already: the worker only answers the error) counts as nothing."""
+    return len(job.get("before") or "") + len(job.get("after") or "")
+
+
 def _accelerators(report: diffing.Report) -> dict[str, int]:
     """Extra accelerators (integer counts, not cpu/memory) the rollouts need, summed."""
     total: dict[str, int] = {}
@@ -118,6 +143,8 @@ class AnalysisPool:
     def __init__(self, workers: int, queue: int, kind: Literal["process", "thread"] = "process") -> None:
         self.workers, self.capacity, self.kind = workers, workers + queue, kind
         self.in_flight = 0
+        self.heavy_slots = max(1, workers - 1)
+        self._heavy = asyncio.Semaphore(self.heavy_slots)
         self.recycled = 0  # worker pools killed because a job outran its budget
         self.is_ready = False
         self._executor: cf.Executor | None = None
@@ -156,27 +183,45 @@ class AnalysisPool:
 
     async def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
         """The worker's result, or ServiceUnavailable (saturated, over budget, not ready)."""
-        result: dict[str, Any] = await self.call(run_job, job, timeout=timeout)
+        result: dict[str, Any] = await self.call(run_job, job, timeout=timeout,
+                                                 heavy=input_bytes(job) > HEAVY_INPUT_BYTES)
         return result
 
-    async def call(self, fn: Any, *args: Any, timeout: float) -> Any:
+    async def call(self, fn: Any, *args: Any, timeout: float, heavy: bool = True) -> Any:
         """``fn(*args)`` in a worker with the same admission, budget and recycling as :meth:`run`
         (``fn`` and its arguments must pickle). The GitHub flow's analyses go through here, so a
-        hostile pull request cannot keep a thread busy for minutes and time out other PRs."""
+        hostile pull request cannot keep a thread busy for minutes and time out other PRs; they are
+        heavy (the default): they wait up to ``timeout`` for a heavy slot, then have their budget."""
         if self._executor is None or not self.is_ready:
             raise ServiceUnavailable("the analysis pool is starting", code="not-ready", retry_after=1)
         if self.in_flight >= self.capacity:
             raise ServiceUnavailable(f"all {self.capacity} analysis slots are busy; retry shortly",
                                      code="overloaded", retry_after=1)
         self.in_flight += 1
+        lane = self._heavy if heavy and self.heavy_slots < self.workers else None
+        if lane is not None:
+            try:
+                await asyncio.wait_for(lane.acquire(), timeout)
+            except TimeoutError:
+                self.in_flight -= 1
+                raise ServiceUnavailable(f"all {self.heavy_slots} slots for large analyses stayed busy for "
+                                         f"{timeout:g} s; retry shortly", code="overloaded",
+                                         retry_after=math.ceil(timeout)) from None
+            except BaseException:  # cancelled while waiting: the slot was never taken
+                self.in_flight -= 1
+                raise
         try:
+            if self._executor is None:  # recycled while this job waited for its slot
+                raise RuntimeError("the executor is gone")
             future = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
         except RuntimeError as exc:
             self.in_flight -= 1
+            if lane is not None:
+                lane.release()
             self._broken(exc)
             raise ServiceUnavailable("the analysis pool is restarting", code="not-ready",
                                      retry_after=1) from None
-        future.add_done_callback(self._release)
+        future.add_done_callback(lambda done: self._release(done, lane))
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except TimeoutError:
@@ -204,8 +249,10 @@ class AnalysisPool:
         self.recycled += 1
         self._restarting = asyncio.get_running_loop().create_task(self.start())
 
-    def _release(self, future: asyncio.Future[Any]) -> None:
+    def _release(self, future: asyncio.Future[Any], lane: asyncio.Semaphore | None = None) -> None:
         self.in_flight -= 1
+        if lane is not None:
+            lane.release()
         if not future.cancelled():
             future.exception()  # mark retrieved: a timed-out job's failure is not an error to log
 
@@ -246,3 +293,66 @@ class ResultCache:
         while len(self._items) > self.entries or self.bytes > self.max_bytes:
             _, dropped = self._items.popitem(last=False)
             self.bytes -= len(dropped["body"])
+
+
+JobRunner = Callable[[Any, Callable[[], bool]], Awaitable[Any]]
+
+
+def with_deadline(run: JobRunner, seconds: float,
+                  on_timeout: Callable[[Any, Callable[[], bool]], Awaitable[Any]]) -> JobRunner:
+    """``run(pr, is_current)`` cancelled after ``seconds``, then ``on_timeout(pr, is_current)``'s
+    outcome in its place. A TimeoutError the job raises itself is not the deadline: it propagates."""
+
+    async def bounded(pr: Any, is_current: Callable[[], bool]) -> Any:
+        try:
+            async with asyncio.timeout(seconds) as deadline:
+                return await run(pr, is_current)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+        return await on_timeout(pr, is_current)
+
+    return bounded
+
+
+def job_deadline(settings: Any) -> float:
+    """RAYSERVICE_IMPACT_GITHUB_JOB_DEADLINE_SECONDS once Settings declares it, else the default."""
+    value = getattr(settings, "github_job_deadline_seconds", None)
+    return float(value) if value else JOB_DEADLINE_SECONDS
+
+
+def bound_github_jobs(github: Any, seconds: float) -> None:
+    """Give every pull-request job of the webhook's dispatcher (``github``: the router's
+    :class:`app.webhooks.github.GitHubService`) an overall deadline; a job over it ends with an
+    error status on its head SHA ("analysis timed out after N s") and the sticky comment saying
+    so, never in silence.
+
+    The job is cancelled at its next await. A render already running in its worker thread cannot
+    be interrupted: it ends within its own per-render limits and then removes its snapshots, while
+    the dispatcher's worker moves on."""
+
+    async def timed_out(pr: Any, is_current: Callable[[], bool]) -> Any:
+        return await post_timeout(github, pr, is_current, seconds)
+
+    dispatcher = github.dispatcher
+    dispatcher._run = with_deadline(dispatcher._run, seconds, timed_out)
+
+
+async def post_timeout(github: Any, pr: Any, is_current: Callable[[], bool], seconds: float) -> Any:
+    """The error verdict of a job past its deadline, published as every verdict is (comment,
+    status, check run); not for a head a newer push superseded meanwhile."""
+    from app.clients.github import GitHubError
+    from app.github.comment import verdict_for_error
+    from app.github.flow import Outcome, publish_verdict
+
+    message = f"analysis timed out after {seconds:g} s"
+    log.error("github %s head %s: %s", pr.full_name, pr.head_sha[:7], message)
+    if not is_current():
+        return Outcome("superseded")
+    try:
+        gh = await github._client_for(pr)
+    except GitHubError as exc:
+        log.error("github %s: cannot authenticate as the App installation: %s", pr.full_name, exc)
+        return Outcome("failed", retryable=True)
+    return await publish_verdict(gh, pr, verdict_for_error(message), check_run=github.app_auth is not None,
+                                 is_current=is_current, approval_key=github.options.approval_key)

@@ -10,7 +10,7 @@ from .kustomize import render_kustomize
 from .pipeline import RenderedChange, RenderOptions, render_directory
 from .process import RenderError
 from .roots import KUSTOMIZATION_FILES, DirectoryOptions, RenderSource, release_name_for
-from .snapshot import Snapshot
+from .snapshot import Snapshot, SnapshotError, check_tree
 
 
 def _render_side(path: str, options: RenderOptions) -> tuple[str, str]:
@@ -29,6 +29,7 @@ def _render_side(path: str, options: RenderOptions) -> tuple[str, str]:
         release = release_name_for(os.path.abspath(path))
         return f"{path} (helm)", render_helm(HelmSource(chart_dir=snap.root, snapshot=snap.root,
                                                         release_name=release), options.limits)
+    check_tree(snap.root)  # the folder is walked to its bottom: refuse a tree too deep or too large first
     src = RenderSource("directory", "", directory=DirectoryOptions(recurse=True))
     return f"{path} (directory)", render_directory(snap, src, options)
 
@@ -40,6 +41,9 @@ def render_folders(before: str, after: str, options: RenderOptions) -> RenderedC
             label, text = _render_side(path, options)
         except RenderError as exc:
             out.notes.append(Finding("error", "render-failed", path, f"{exc.tool} ({side}): {exc.message}"))
+            continue
+        except SnapshotError as exc:
+            out.notes.append(Finding("error", "render-failed", path, f"directory ({side}): {exc}"))
             continue
         into.append(Source(label, text, lines=not os.path.isdir(path)))
     if out.notes:  # never compare a rendered side against nothing

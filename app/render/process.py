@@ -3,30 +3,50 @@
 Every child gets: a fixed argv (never a shell), a working directory inside the snapshot, an
 environment built from nothing (no token or setting of ours reaches it: only PATH, a HOME and
 caches in a throw-away directory, and the locale), its own process group so a timeout kills
-grandchildren too, a wall-clock limit and a cap on what it may print.
+grandchildren too, a wall-clock limit, a cap on what it may print, a memory limit and a lower
+CPU priority.
+
+The memory limit is ``RLIMIT_DATA`` (the heap and every private writable mapping), set in the child
+before it starts the tool, and inherited by its own children (kustomize's ``helm``). A 420-byte
+Helm values file of nested YAML aliases drove the Helm child past 8 GB and a ``range until`` template
+to 3.5 GB before the output cap: under the limit their allocations fail and the render fails with
+them. ``RLIMIT_AS`` would count address space too, and Go reserves about 1 GiB of it that it never
+uses (``kubectl kustomize`` of one file does not start under 768 MiB of it, against 64 MiB of data).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+MIB = 1024 * 1024
+# A kustomize build of one overlay peaks at 44 MiB resident and a small chart's Helm SDK child at
+# 70 MiB, but the SDK child (Python, PyYAML and the Go library) does not start under 256 MiB of
+# data: 1 GiB leaves large charts and monorepos room and keeps a runaway render off the host.
+DEFAULT_MEMORY_BYTES = 1024 * MIB
 MESSAGE_CHARS = 600  # how much of a tool's error message a finding carries
+# Renders run below the analyses' CPU priority: in the service a pull request's render (a Helm
+# template that loops until its memory limit, a large monorepo) must not take the cores the
+# HTTP analyses answer from. Alone on a machine a niced child runs as fast.
+RENDER_NICENESS = 10
 
 
 @dataclass(frozen=True, slots=True)
 class RenderLimits:
-    """Per-render limits (RAYSERVICE_IMPACT_RENDER_TIMEOUT_S / _RENDER_MAX_BYTES)."""
+    """Per-render limits (RAYSERVICE_IMPACT_RENDER_TIMEOUT_S / _RENDER_MAX_BYTES); ``memory_bytes``
+    is each child's ``RLIMIT_DATA`` (None: no limit)."""
 
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_bytes: int = DEFAULT_MAX_BYTES
+    memory_bytes: int | None = DEFAULT_MEMORY_BYTES
 
 
 class RenderError(Exception):
@@ -89,15 +109,18 @@ def run_tool(tool: str, argv: Sequence[str], *, cwd: str, limits: RenderLimits,
     (capped) for the message.
     """
     with tempfile.TemporaryDirectory(prefix="rsi-child-") as scratch:
+        extra = {**memory_env(limits.memory_bytes), **(env or {})}
         try:
             proc = subprocess.Popen(
-                list(argv), cwd=cwd, env=child_env(scratch, env), stdin=subprocess.PIPE,
+                list(argv), cwd=cwd, env=child_env(scratch, extra), stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                close_fds=True)
+                close_fds=True, preexec_fn=child_setup(limits.memory_bytes))
         except FileNotFoundError:
             raise RenderError(tool, f"{argv[0]} is not installed") from None
         except OSError as exc:
             raise RenderError(tool, f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+        except subprocess.SubprocessError as exc:  # the limit or the priority could not be set
+            raise RenderError(tool, f"cannot start {argv[0]}: {exc}") from None
         out = bytearray()
         err = bytearray()
         over = threading.Event()
@@ -148,12 +171,54 @@ def run_tool(tool: str, argv: Sequence[str], *, cwd: str, limits: RenderLimits,
             raise RenderError(tool, f"took longer than {limits.timeout_s:g} s and was stopped")
         if over.is_set():
             raise RenderError(tool, f"printed more than {limits.max_bytes} bytes and was stopped")
+        if code != 0 and limits.memory_bytes and _out_of_memory(err):
+            raise RenderError(tool, f"needed more than its {limits.memory_bytes // MIB} MiB memory limit and "
+                                    "was stopped")
         if code != 0:
             message = err.decode("utf-8", errors="replace").strip() or f"exit code {code}"
             if code < 0:
                 message = f"killed by signal {-code}. {message}"
             raise RenderError(tool, message)
         return bytes(out)
+
+
+def child_setup(memory_bytes: int | None) -> Callable[[], None]:
+    """The ``preexec_fn`` that sets the child's ``RLIMIT_DATA`` (None: no limit) and its CPU
+    priority (``RENDER_NICENESS``).
+
+    It runs in the forked child before ``exec``, while other threads of the parent (renders run on
+    a thread pool) may hold locks the child then never sees released: so it makes two system
+    calls on values computed here, in the parent, and imports and builds nothing. Setting the
+    limit in the child, not with ``prlimit`` after the start, leaves no moment in which the tool
+    runs unlimited. Never above the limit this process already has (lowering a limit needs no
+    privilege, raising it does)."""
+    limits = None
+    if memory_bytes:
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        value = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
+        limits = (value, value)
+    kind, setrlimit, nice, niceness = resource.RLIMIT_DATA, resource.setrlimit, os.nice, RENDER_NICENESS
+
+    def setup() -> None:
+        if limits is not None:
+            setrlimit(kind, limits)
+        nice(niceness)
+
+    return setup
+
+
+def memory_env(memory_bytes: int | None) -> dict[str, str]:
+    """``GOMEMLIMIT`` at three quarters of the limit: the Go tools (kubectl, kustomize, helm, the
+    Helm SDK's library) then collect garbage harder before they reach it, instead of failing a
+    render whose live memory fits."""
+    if not memory_bytes:
+        return {}
+    return {"GOMEMLIMIT": f"{memory_bytes * 3 // 4 // MIB}MiB"}
+
+
+def _out_of_memory(err: bytearray) -> bool:
+    """Go's ``fatal error: out of memory`` / ``runtime: out of memory``, Python's ``MemoryError``."""
+    return b"out of memory" in err or b"MemoryError" in err or b"Cannot allocate memory" in err
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
