@@ -22,6 +22,13 @@ import yaml
 
 KINDS = ("RayService", "RayCluster", "RayJob")
 VERSION = "1.7.0"
+# Feature gates each KubeRay version knows (pkg/features/features.go); a mutation that sets
+# another is left out of that version's cases (the harness refuses unknown gates).
+GATES = {
+    "1.7.0": None,  # every gate the catalogue uses
+    "1.6.2": {"RayClusterStatusConditions", "RayJobDeletionPolicy", "RayMultiHostIndexing",
+              "RayServiceIncrementalUpgrade", "RayCronJob", "AsyncJobInfoQuery"},
+}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 Obj = dict[str, Any]
@@ -808,9 +815,10 @@ def bases(kuberay_src: str | None) -> list[Base]:
 
 # ---- cases ----------------------------------------------------------------------------------------------
 
-def make_case(base: Base, names: tuple[str, ...], seed: int) -> Obj | None:
+def make_case(base: Base, names: tuple[str, ...], seed: int, version: str = VERSION) -> Obj | None:
     """``base`` with the named mutations applied in order, or None if one does not apply or
-    the mutations change nothing."""
+    the mutations change nothing. ``version``: the KubeRay version both sides answer for."""
+    known = GATES.get(version)
     rng = random.Random(f"{seed}|{base.name}|{'+'.join(names)}")
     after: Obj | None = copy.deepcopy(base.obj)
     gates: dict[str, bool] = {}
@@ -818,6 +826,8 @@ def make_case(base: Base, names: tuple[str, ...], seed: int) -> Obj | None:
     for name in names:
         m = CATALOGUE[name]
         if base.obj["kind"] not in m.kinds or after is None:
+            return None
+        if known is not None and any(g not in known for g, _ in m.gates):
             return None
         try:
             after = m.fn(after, rng)
@@ -827,18 +837,19 @@ def make_case(base: Base, names: tuple[str, ...], seed: int) -> Obj | None:
         env.update(m.env)
     if after is None or after == base.obj:
         return None
-    return {"id": f"{base.name}|{'+'.join(names)}", "version": VERSION, "featureGates": gates, "env": env,
+    return {"id": f"{base.name}|{'+'.join(names)}", "version": version, "featureGates": gates, "env": env,
             "kind": base.obj["kind"], "base": base.name, "mutations": list(names),
             "before": base.obj, "after": after}
 
 
-def generate(kuberay_src: str | None, seed: int, count: int | None = None) -> list[Obj]:
+def generate(kuberay_src: str | None, seed: int, count: int | None = None,
+             version: str = VERSION) -> list[Obj]:
     """``count`` cases: three fifths single mutations (a seeded sample that keeps every mutation
     and every base represented), the rest random combinations of two or three. Without a
     count: every single mutation of every base and as many combinations again."""
     rng = random.Random(seed)
     all_bases = bases(kuberay_src)
-    singles = [c for b in all_bases for n in CATALOGUE if (c := make_case(b, (n,), seed))]
+    singles = [c for b in all_bases for n in CATALOGUE if (c := make_case(b, (n,), seed, version))]
     target = count if count is not None else 2 * len(singles)
     out = singles if count is None else _spread(singles, min(len(singles), target * 3 // 5), rng)
     ids = {c["id"] for c in out}
@@ -849,7 +860,7 @@ def generate(kuberay_src: str | None, seed: int, count: int | None = None) -> li
         base = rng.choice(all_bases)
         names = by_kind[base.obj["kind"]]
         picked = tuple(rng.sample(names, rng.choice((2, 2, 3))))
-        c = make_case(base, picked, seed)
+        c = make_case(base, picked, seed, version)
         if c and c["id"] not in ids:
             ids.add(c["id"])
             out.append(c)

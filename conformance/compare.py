@@ -188,9 +188,26 @@ def _first_difference(a: str, b: str) -> str:
 
 # ---- documented limits -----------------------------------------------------------------------------
 
-def load_limits(path: str = LIMITS) -> list[dict[str, Any]]:
+def limits_path(version: str = "1.7.0") -> str:
+    """The limits file of a KubeRay version: limits.json (v1.7.0), limits-v1.6.2.json ..."""
+    return LIMITS if version == "1.7.0" else os.path.join(os.path.dirname(LIMITS), f"limits-v{version}.json")
+
+
+def load_limits(path: str = LIMITS, version: str | None = None) -> list[dict[str, Any]]:
+    """The accepted disagreements of a limits file (``version``: that version's file). A version's
+    file may ``inherit`` entries of limits.json by id (the same behaviour seen under both)."""
+    if version is not None:
+        path = limits_path(version)
     with open(path, encoding="utf-8") as f:
-        return list(json.load(f)["limits"])
+        data = json.load(f)
+    out = list(data["limits"])
+    if data.get("inherit"):
+        base = {lim["id"]: lim for lim in load_limits(LIMITS)}
+        missing = [i for i in data["inherit"] if i not in base]
+        if missing:
+            raise KeyError(f"{path}: inherits unknown limits {missing}")
+        out += [base[i] for i in data["inherit"]]
+    return out
 
 
 def matching_limit(case: Mapping[str, Any], d: Mapping[str, Any], limits: Iterable[Mapping[str, Any]]
@@ -215,6 +232,8 @@ def matching_limit(case: Mapping[str, Any], d: Mapping[str, Any], limits: Iterab
         if "base" in lim and lim["base"] != case.get("base"):
             continue
         if "pythonReason" in lim and lim["pythonReason"] not in " ".join(d.get("pythonReasons") or ()):
+            continue
+        if "difference" in lim and lim["difference"] not in (d.get("firstDifference") or ""):
             continue
         return lim
     return None

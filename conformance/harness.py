@@ -5,6 +5,10 @@ Everything the build needs lives under ``.cache/conformance/`` (git-ignored): th
 the binary (``bin``). KubeRay's ``ray-operator`` module at v1.7.0 comes, in this order, from
 ``$KUBERAY_SRC`` (a ray-operator directory), the Go module proxy, or ``$KUBERAY_GIT`` (a clone
 of github.com/ray-project/kuberay, tag ``ray-operator/v1.7.0``).
+
+The version axis: KubeRay v1.6.2 (``version="1.6.2"``) comes from the Go module proxy only; its
+source (CRDs, config/samples) goes to ``src/ray-operator-v1.6.2`` and the harness is built with
+``-tags kuberay_v1_6 -modfile v1.6.2/go.mod`` (kuberay_v1_6.go adapts what differs in its API).
 """
 
 from __future__ import annotations
@@ -28,6 +32,14 @@ TAG = "v1.7.0"
 COMMIT = "59d663aeec13760646da3db9c1cf8cfe883e30b7"  # ray-operator/v1.7.0
 SRC = os.path.join(CACHE, "src", f"ray-operator-{TAG}")  # the replace target in go.mod
 MODULE = "github.com/ray-project/kuberay/ray-operator"
+VERSIONS = ("1.7.0", "1.6.2")  # the default build first
+# go build arguments per version beyond the default build's
+BUILD_ARGS = {"1.7.0": (), "1.6.2": ("-tags", "kuberay_v1_6", "-modfile", os.path.join("v1.6.2", "go.mod"))}
+
+
+def src_dir(version: str = "1.7.0") -> str:
+    """Where KubeRay's ray-operator source for ``version`` is unpacked (CRDs, samples)."""
+    return os.path.join(CACHE, "src", f"ray-operator-v{version}")
 
 
 class Unavailable(Exception):
@@ -49,9 +61,11 @@ def _run(cmd: Sequence[str], **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(cmd), env=go_env(), text=True, capture_output=True, check=False, **kw)
 
 
-def ensure_source(log: list[str] | None = None) -> str:
-    """KubeRay's ray-operator v1.7.0 source under the cache (see the module docstring)."""
+def ensure_source(log: list[str] | None = None, version: str = "1.7.0") -> str:
+    """KubeRay's ray-operator source under the cache (see the module docstring)."""
     log = log if log is not None else []
+    if version != "1.7.0":
+        return _from_proxy(version, log)
     if os.path.exists(os.path.join(SRC, "go.mod")):
         return SRC
     os.makedirs(os.path.dirname(SRC), exist_ok=True)
@@ -79,6 +93,25 @@ def ensure_source(log: list[str] | None = None) -> str:
     raise Unavailable("KubeRay ray-operator v1.7.0 source not found: " + "; ".join(log) +
                       "; set KUBERAY_SRC to a ray-operator directory or KUBERAY_GIT to a clone of "
                       "ray-project/kuberay")
+
+
+def _from_proxy(version: str, log: list[str]) -> str:
+    dst = src_dir(version)
+    if os.path.exists(os.path.join(dst, "go.mod")):
+        return dst
+    if not shutil.which("go"):
+        raise Unavailable("no `go` on PATH")
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    t = time.monotonic()
+    p = _run(["go", "mod", "download", "-json", f"{MODULE}@v{version}"], cwd=HERE)
+    info = json.loads(p.stdout or "{}") if p.stdout.strip().startswith("{") else {}
+    if not info.get("Dir") or info.get("Error"):
+        why = (info.get("Error") or p.stderr).strip()
+        raise Unavailable(f"KubeRay ray-operator v{version} source not found: the Go module proxy "
+                          f"does not serve it: {why}")
+    _copy(info["Dir"], dst)
+    log.append(f"source v{version}: Go module proxy ({info['Dir']}, {time.monotonic() - t:.1f} s)")
+    return dst
 
 
 def _copy(src: str, dst: str) -> None:
@@ -111,39 +144,49 @@ def _from_git(git_dir: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def build(log: list[str] | None = None) -> str:
-    """The harness binary, built when its sources changed. Raises :class:`Unavailable`."""
+def build(log: list[str] | None = None, version: str = "1.7.0") -> str:
+    """The harness binary for KubeRay ``version``, built when its sources changed. Raises
+    :class:`Unavailable`."""
     log = log if log is not None else []
     if not shutil.which("go"):
         raise Unavailable("no `go` on PATH")
-    ensure_source(log)
-    digest = hashlib.sha256()
-    for name in sorted(os.listdir(HERE)):
-        if name.endswith((".go", ".mod", ".sum")):
-            with open(os.path.join(HERE, name), "rb") as f:
-                digest.update(name.encode() + f.read())
-    binary = os.path.join(CACHE, "bin", f"conformance-{digest.hexdigest()[:12]}")
+    if version not in BUILD_ARGS:
+        raise Unavailable(f"no harness build for KubeRay {version} (known: {', '.join(VERSIONS)})")
+    ensure_source(log, version)
+    digest = hashlib.sha256(" ".join(BUILD_ARGS[version]).encode())
+    modfile_dir = os.path.join(HERE, f"v{version}")
+    for d in (HERE, modfile_dir) if version != "1.7.0" else (HERE,):
+        for name in sorted(os.listdir(d)):
+            if name.endswith((".go", ".mod", ".sum")):
+                with open(os.path.join(d, name), "rb") as f:
+                    digest.update(name.encode() + f.read())
+    prefix = "conformance-" if version == "1.7.0" else f"conformance-v{version}-"
+    binary = os.path.join(CACHE, "bin", f"{prefix}{digest.hexdigest()[:12]}")
     if os.path.exists(binary):
         log.append(f"build: cached {binary}")
         return binary
     os.makedirs(os.path.dirname(binary), exist_ok=True)
     t = time.monotonic()
-    p = _run(["go", "build", "-o", binary + ".tmp", "."], cwd=HERE)
+    p = _run(["go", "build", *BUILD_ARGS[version], "-o", binary + ".tmp", "."], cwd=HERE)
     if p.returncode != 0:
         raise RuntimeError(f"go build failed:\n{p.stderr}")
     os.replace(binary + ".tmp", binary)
-    for old in os.listdir(os.path.dirname(binary)):  # one binary is enough (54 MB each)
-        if old.startswith("conformance-") and os.path.join(os.path.dirname(binary), old) != binary:
+    others = tuple(f"conformance-v{v}-" for v in VERSIONS if v != "1.7.0")
+    for old in os.listdir(os.path.dirname(binary)):  # one binary per version (54 MB each)
+        mine = old.startswith(prefix) and (version != "1.7.0" or not old.startswith(others))
+        if mine and os.path.join(os.path.dirname(binary), old) != binary:
             os.remove(os.path.join(os.path.dirname(binary), old))
-    log.append(f"build: {time.monotonic() - t:.1f} s")
+    log.append(f"build v{version}: {time.monotonic() - t:.1f} s")
     return binary
 
 
-def run(binary: str, cases: Sequence[dict[str, Any]], jobs: int | None = None) -> dict[str, dict[str, Any]]:
-    """Run the cases through the harness, ``jobs`` processes at a time; results by case id."""
+def run(binary: str, cases: Sequence[dict[str, Any]], jobs: int | None = None,
+        version: str = "1.7.0") -> dict[str, dict[str, Any]]:
+    """Run the cases through the harness built for ``version``, ``jobs`` processes at a time;
+    results by case id."""
     jobs = jobs or max(1, min(os.cpu_count() or 1, 4))
     shards = [list(cases[i::jobs]) for i in range(jobs)]
-    crds = os.path.join(SRC, "config", "crd", "bases")
+    crds = os.path.join(src_dir(version), "config", "crd", "bases")
 
     def one(shard: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not shard:

@@ -1,6 +1,7 @@
-// Command conformance runs KubeRay's own reconcilers (v1.7.0) on cases read as JSON lines
-// and writes one JSON result per case: what the API server and the operator really do with
-// a change of a RayService, RayCluster or RayJob. See README.md.
+// Command conformance runs KubeRay's own reconcilers (v1.7.0; v1.6.2 with -tags kuberay_v1_6,
+// see kuberay_v1_6.go) on cases read as JSON lines and writes one JSON result per case: what
+// the API server and the operator really do with a change of a RayService, RayCluster or
+// RayJob. See README.md.
 //
 //	conformance -crds DIR [cases.jsonl ...]   (no file: standard input)
 package main
@@ -19,23 +20,12 @@ import (
 
 	"github.com/go-logr/logr"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ray-project/kuberay/ray-operator/controllers/ray/utils"
-	"github.com/ray-project/kuberay/ray-operator/pkg/features"
 )
 
 func discardLogger() logr.Logger { return logr.Discard() }
-
-// rayGates are KubeRay's feature gates (pkg/features/features.go:105-117); their defaults are
-// read once at start, before any case changes them.
-var rayGates = []featuregate.Feature{
-	features.RayClusterStatusConditions, features.RayJobDeletionPolicy, features.RayMultiHostIndexing,
-	features.RayServiceIncrementalUpgrade, features.RayCronJob, features.SidecarSubmitterRestart,
-	features.RayClusterNetworkPolicy, features.GCSFaultToleranceEmbeddedStorage, features.RayClusterMTLS,
-	features.RayClusterHistoryServer, features.KubernetesWAS,
-}
 
 var gateDefaults = map[string]bool{}
 

@@ -358,10 +358,10 @@ func (w *world) rayService(res *Result, before, after *snapshot, storedBefore, s
 			res.Validation.Reason = e.Reason
 		}
 	}
-	wasSuspended := meta.IsStatusConditionTrue(b.Status.Conditions, string(rayv1.RayServiceSuspended))
+	wasSuspended := meta.IsStatusConditionTrue(b.Status.Conditions, rayServiceSuspended)
 	// Suspending counts: the deletion may wait on finalizers (GCS FT Redis cleanup).
-	isSuspended := meta.IsStatusConditionTrue(rs.Status.Conditions, string(rayv1.RayServiceSuspended)) ||
-		meta.IsStatusConditionTrue(rs.Status.Conditions, string(rayv1.RayServiceSuspending))
+	isSuspended := meta.IsStatusConditionTrue(rs.Status.Conditions, rayServiceSuspended) ||
+		meta.IsStatusConditionTrue(rs.Status.Conditions, rayServiceSuspending)
 	created := len(res.Clusters.Created) > 0
 	clusterPending, servePending := w.pendingServiceChange(rs, after, storedBefore, storedAfter)
 	// A cluster change the hash sees (goal hash != the active cluster's annotation) that was not

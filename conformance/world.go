@@ -266,7 +266,7 @@ func newWorld() *world {
 		Build()
 	mgr := stubManager{c: w.c, scheme: w.scheme, rec: recorder{w}}
 	w.rs = ray.NewRayServiceReconciler(w.ctx, mgr, provider{w})
-	w.rc = ray.NewReconciler(mgr, ray.RayClusterReconcilerOptions{})
+	w.rc = newClusterReconciler(w.ctx, mgr)
 	w.rj = ray.NewRayJobReconciler(w.ctx, mgr, ray.RayJobReconcilerOptions{}, provider{w})
 	return w
 }

@@ -3,6 +3,7 @@
     python scripts/conformance.py run [--seed 7] [--count 2000] [--jobs N]   the full run
     python scripts/conformance.py show 'project:gpu-image-bump/before.yaml|image.all'   one case, both answers
     python scripts/conformance.py list-mutations
+    ... run --kuberay 1.6.2 / show --kuberay 1.6.2 ID: the same against KubeRay v1.6.2
 
 ``run`` prints the agreement per outcome field and writes every disagreement to
 .cache/conformance/report.json and report.md; it exits 1 when a disagreement is not covered by
@@ -25,10 +26,10 @@ from conformance import cases as gen  # noqa: E402
 from conformance import compare, harness  # noqa: E402
 
 
-def _prepare() -> tuple[str, list[str]]:
+def _prepare(version: str = "1.7.0") -> tuple[str, list[str]]:
     log: list[str] = []
     try:
-        binary = harness.build(log)
+        binary = harness.build(log, version)
     except harness.Unavailable as exc:
         sys.exit(f"conformance not run: {exc}")
     return binary, log
@@ -36,13 +37,13 @@ def _prepare() -> tuple[str, list[str]]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
-    binary, log = _prepare()
+    binary, log = _prepare(args.version)
     t1 = time.monotonic()
-    cases = gen.generate(harness.SRC, args.seed, args.count)
+    cases = gen.generate(harness.src_dir(args.version), args.seed, args.count, args.version)
     t2 = time.monotonic()
-    results = harness.run(binary, cases, args.jobs)
+    results = harness.run(binary, cases, args.jobs, args.version)
     t3 = time.monotonic()
-    report = compare.evaluate(cases, results, compare.load_limits())
+    report = compare.evaluate(cases, results, compare.load_limits(version=args.version))
     t4 = time.monotonic()
     for line in log:
         print(line)
@@ -62,20 +63,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     for d in report["disagreements"]:
         key = (d["field"], d["kind"], json.dumps(d["python"]), json.dumps(d["oracle"]))
         by.setdefault(key, []).append(d)
+    limits_file = os.path.relpath(compare.limits_path(args.version), ROOT)
     print(f"disagreements: {len(report['disagreements'])} "
-          f"({len(report['unexplained'])} not covered by conformance/limits.json)")
+          f"({len(report['unexplained'])} not covered by {limits_file})")
     for (field, kind, p, o), ds in sorted(by.items(), key=lambda kv: -len(kv[1])):
         lim = ds[0]["limit"] or "UNEXPLAINED"
         print(f"  {len(ds):4}  {field:12} {kind:10} python={p} oracle={o}  [{lim}]  e.g. {ds[0]['id']}")
     os.makedirs(harness.CACHE, exist_ok=True)
-    with open(os.path.join(harness.CACHE, "report.json"), "w", encoding="utf-8") as f:
+    suffix = "" if args.version == "1.7.0" else f"-v{args.version}"
+    with open(os.path.join(harness.CACHE, f"report{suffix}.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
-    with open(os.path.join(harness.CACHE, "report.md"), "w", encoding="utf-8") as f:
+    with open(os.path.join(harness.CACHE, f"report{suffix}.md"), "w", encoding="utf-8") as f:
         f.write(markdown(report))
-    with open(os.path.join(harness.CACHE, "results.jsonl"), "w", encoding="utf-8") as f:
+    with open(os.path.join(harness.CACHE, f"results{suffix}.jsonl"), "w", encoding="utf-8") as f:
         for r in results.values():
             f.write(json.dumps(r) + "\n")
-    print(f"report: {os.path.join(harness.CACHE, 'report.md')}")
+    print(f"report: {os.path.join(harness.CACHE, f'report{suffix}.md')}")
     return 1 if report["unexplained"] else 0
 
 
@@ -95,15 +98,15 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    binary, _ = _prepare()
+    binary, _ = _prepare(args.version)
     base_name, _, muts = args.id.partition("|")
-    base = next((b for b in gen.bases(harness.SRC) if b.name == base_name), None)
+    base = next((b for b in gen.bases(harness.src_dir(args.version)) if b.name == base_name), None)
     if base is None:
         sys.exit(f"no base {base_name!r}")
-    case = gen.make_case(base, tuple(m for m in muts.split("+") if m), args.seed)
+    case = gen.make_case(base, tuple(m for m in muts.split("+") if m), args.seed, args.version)
     if case is None:
         sys.exit("the mutations do not apply to this base (or change nothing)")
-    result = harness.run(binary, [case], 1)[case["id"]]
+    result = harness.run(binary, [case], 1, args.version)[case["id"]]
     py = compare.predict(case)
     orc = compare.oracle_view(result)
     print(json.dumps({"case": {k: case[k] for k in ("id", "kind", "featureGates", "env", "mutations")},
@@ -125,6 +128,9 @@ def main() -> int:
     r.add_argument("--count", type=int, default=2000)
     r.add_argument("--jobs", type=int, default=None)
     s = sub.add_parser("show")
+    for q in (r, s):
+        q.add_argument("--kuberay", dest="version", default="1.7.0", choices=harness.VERSIONS,
+                       help="the KubeRay version both sides answer for (1.6.2: built from the Go proxy)")
     s.add_argument("id")
     s.add_argument("--seed", type=int, default=7)
     s.add_argument("--write", help="also write the case as JSON here")

@@ -1,9 +1,11 @@
-"""Conformance: the prediction against KubeRay v1.7.0's own reconcilers (conformance/README.md).
+"""Conformance: the prediction against KubeRay's own reconcilers (conformance/README.md).
 
-Builds the Go harness (module and build caches under .cache/conformance/), runs a fixed seeded
-set of generated cases through it and through ``diffing.analyze``, and fails on any disagreement
-that conformance/limits.json does not document. Without ``go`` (or without KubeRay's source) the
-test is skipped and says so loudly.
+For each KubeRay version (v1.7.0: source from $KUBERAY_SRC, the Go proxy or $KUBERAY_GIT;
+v1.6.2: the Go proxy) builds the Go harness (module and build caches under .cache/conformance/),
+runs a fixed seeded set of generated cases through it and through ``diffing.analyze`` with that
+``kuberay_version``, and fails on any disagreement that the version's limits file
+(conformance/limits.json, limits-v1.6.2.json) does not document. A version that cannot be built
+here (no ``go``, no source) is skipped and says so loudly; the other still runs.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from conformance import cases as gen  # noqa: E402
 from conformance import compare, harness  # noqa: E402
 
 SEED = 7
-COUNT = int(os.environ.get("CONFORMANCE_CASES", "600"))
+# Cases per version: CONFORMANCE_CASES (v1.7.0), CONFORMANCE_CASES_V1_6_2 (v1.6.2).
+COUNTS = {"1.7.0": int(os.environ.get("CONFORMANCE_CASES", "600")),
+          "1.6.2": int(os.environ.get("CONFORMANCE_CASES_V1_6_2", "300"))}
+MINIMUM = {"1.7.0": 500, "1.6.2": 250}  # a default run must not silently shrink
 
 
 def _skip(reason: str) -> None:
@@ -33,47 +38,59 @@ def _skip(reason: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="module")
-def binary() -> str:
+@pytest.fixture(scope="module", params=harness.VERSIONS, ids=lambda v: f"kuberay-v{v}")
+def built(request: pytest.FixtureRequest) -> tuple[str, str]:
+    version = request.param
     if not shutil.which("go"):
-        _skip("no `go` on PATH; the prediction was not checked against KubeRay's reconcilers")
+        _skip(f"KubeRay v{version}: no `go` on PATH; the prediction was not checked against "
+              "KubeRay's reconcilers")
     log: list[str] = []
     try:
-        path = harness.build(log)
+        path = harness.build(log, version)
     except harness.Unavailable as exc:
-        _skip(str(exc))
+        _skip(f"KubeRay v{version}: {exc}")
     print("\n".join(log))
-    return path
+    return version, path
 
 
 @pytest.mark.timeout(1500)
-def test_prediction_conforms_to_kuberay(binary: str) -> None:
+def test_prediction_conforms_to_kuberay(built: tuple[str, str]) -> None:
+    version, binary = built
+    count = COUNTS[version]
     t0 = time.monotonic()
-    cases = gen.generate(harness.SRC, SEED, COUNT)
-    results = harness.run(binary, cases)
-    report = compare.evaluate(cases, results, compare.load_limits())
+    cases = gen.generate(harness.src_dir(version), SEED, count, version)
+    results = harness.run(binary, cases, version=version)
+    report = compare.evaluate(cases, results, compare.load_limits(version=version))
     elapsed = time.monotonic() - t0
-    print(f"\nconformance: {len(cases)} cases in {elapsed:.1f} s; agreement: " +
+    print(f"\nconformance v{version}: {len(cases)} cases in {elapsed:.1f} s; agreement: " +
           ", ".join(f"{f} {a['agree']}/{a['of']}" for f, a in report["agreement"].items()))
-    assert len(cases) >= 500 or COUNT < 500
+    assert len(cases) >= MINIMUM[version] or count < MINIMUM[version]
     # The oracle must run (almost) every case: a harness that skips is no judge.
     assert len(report["skipped"]) <= len(cases) // 50, report["skipped"][:5]
     unexplained = [{k: d[k] for k in ("id", "field", "python", "oracle")} for d in report["unexplained"]]
     assert not unexplained, (
-        f"{len(unexplained)} disagreement(s) between the prediction and KubeRay's reconcilers that "
-        "conformance/limits.json does not document (reproduce one with "
-        "`python scripts/conformance.py show ID`):\n" + json.dumps(unexplained[:20], indent=1))
+        f"{len(unexplained)} disagreement(s) between the prediction and KubeRay v{version}'s reconcilers "
+        f"that {os.path.relpath(compare.limits_path(version), ROOT)} does not document (reproduce one "
+        f"with `python scripts/conformance.py show --kuberay {version} ID`):\n" +
+        json.dumps(unexplained[:20], indent=1))
 
 
-def test_every_limit_is_documented() -> None:
-    for lim in compare.load_limits():
+@pytest.mark.parametrize("version", harness.VERSIONS)
+def test_every_limit_is_documented(version: str) -> None:
+    limits = compare.load_limits(version=version)
+    assert len({lim["id"] for lim in limits}) == len(limits)
+    for lim in limits:
         assert lim.get("id") and lim.get("field") in compare.FIELDS and lim.get("reason"), lim
         assert lim.get("status") in ("limit", "open: prediction differs"), lim
         assert set(lim.get("mutations") or ()) | set(lim.get("anyMutation") or ()) <= set(gen.CATALOGUE), lim
+        assert "difference" not in lim or lim["field"] == "hash", lim
 
 
-def test_generator_is_seeded() -> None:
-    a = gen.generate(None, SEED, 120)
-    b = gen.generate(None, SEED, 120)
+@pytest.mark.parametrize("version", harness.VERSIONS)
+def test_generator_is_seeded(version: str) -> None:
+    a = gen.generate(None, SEED, 120, version)
+    b = gen.generate(None, SEED, 120, version)
     assert [c["id"] for c in a] == [c["id"] for c in b]
-    assert all(c["before"] != c["after"] for c in a)
+    assert all(c["before"] != c["after"] and c["version"] == version for c in a)
+    known = gen.GATES[version]
+    assert known is None or all(set(c["featureGates"]) <= known for c in a)

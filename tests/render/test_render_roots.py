@@ -239,7 +239,7 @@ def test_kustomize_binary_gets_root_only_flags_and_no_secrets(tmp_path: Path, ca
         assert "secret" not in json.dumps(call["env"])
         assert set(call["env"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "HELM_CACHE_HOME",
                                     "HELM_CONFIG_HOME", "HELM_DATA_HOME", "KUSTOMIZE_PLUGIN_HOME", "NO_PROXY",
-                                    "PWD", "SHLVL", "_"}
+                                    "GOMEMLIMIT", "PWD", "SHLVL", "_"}
         assert not call["argv"][1].startswith(str(repo))  # a snapshot, never the work tree
     # both renders printed nothing: the RayService is gone on both sides, nothing to compare
     assert code == 0 and report["resources"] == []
