@@ -43,11 +43,17 @@ def _expected() -> str:
 EXPECTED = _expected()
 
 
-def plain_repo(tmp_path: Path, before: tuple[bytes, str] | None = None) -> tuple[Path, str]:
+def empty_repo(tmp_path: Path) -> Path:
+    """A new git repository ``gitops`` with this project's Applications' origin."""
     repo = tmp_path / "gitops"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     git(repo, "remote", "add", "origin", REPO_URL)
+    return repo
+
+
+def plain_repo(tmp_path: Path, before: tuple[bytes, str] | None = None) -> tuple[Path, str]:
+    repo = empty_repo(tmp_path)
     data, suffix = before or (BEFORE.encode(), ".yaml")
     (repo / "llm").mkdir()
     (repo / "llm" / f"rayservice{suffix}").write_bytes(data)
@@ -167,10 +173,7 @@ def _submodule_repos(tmp_path: Path) -> tuple[Path, Path, str]:
     write(lib, "rayservice.yaml", BEFORE)
     write(lib, "kustomization.yaml", {"resources": ["rayservice.yaml"]})
     commit(lib, "base")
-    repo = tmp_path / "gitops"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "remote", "add", "origin", REPO_URL)
+    repo = empty_repo(tmp_path)
     git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/llm")
     write(repo, "overlays/prod/kustomization.yaml", {"resources": ["../../vendor/llm"]})
     return repo, lib, commit(repo, "initial")
@@ -213,10 +216,7 @@ RAYJOB = {
 
 def test_an_unchanged_self_heal_application_is_analysed_with_the_job_it_deploys(tmp_path: Path,
                                                                                    capsys) -> None:
-    repo = tmp_path / "gitops"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "remote", "add", "origin", REPO_URL)
+    repo = empty_repo(tmp_path)
     write(repo, "jobs/rayjob.yaml", RAYJOB)
     app = application("jobs", "jobs", "ray")
     app["spec"]["syncPolicy"] = {"automated": {"selfHeal": True, "prune": True}}
@@ -238,10 +238,7 @@ def test_an_unchanged_respect_ignore_differences_application_is_analysed(tmp_pat
     every sync (RespectIgnoreDifferences=true): the edit is never applied, which holds, though the
     Application is not in the change."""
     cluster = yaml.safe_load((ROOT / "samples" / "raycluster-image-bump" / "before.yaml").read_text())
-    repo = tmp_path / "gitops"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "remote", "add", "origin", REPO_URL)
+    repo = empty_repo(tmp_path)
     write(repo, "cluster/raycluster.yaml", cluster)
     app = application("cluster", "cluster", "ray")
     app["spec"]["syncPolicy"] = {"syncOptions": ["RespectIgnoreDifferences=true"]}
