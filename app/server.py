@@ -17,10 +17,11 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
 
 from .api import analyze, health
 from .deps import Service
-from .errors import install_error_handlers
+from .errors import error_body, install_error_handlers
 from .live import kubernetes_configured
 from .metrics import Metrics
 from .middleware import BodyLimitMiddleware, ObserveMiddleware
@@ -74,6 +75,9 @@ def create_app(settings: Settings) -> FastAPI:
         if github is not None:
             bound_github_jobs(github, job_deadline(settings))
         app.include_router(webhook)  # FastAPI >= 0.115 merges the router's lifespan into the app's
+    else:
+        app.add_api_route("/webhooks/github", _webhook_not_configured, methods=["POST"],
+                          include_in_schema=False)
     # GitHub sends webhook payloads of up to 25 MB; the analysis API keeps the configured limit.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes,
                        per_path={"/webhooks/github": max(settings.max_body_bytes, GITHUB_MAX_PAYLOAD)},
@@ -81,6 +85,14 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(ObserveMiddleware, metrics=service.metrics)  # outermost: sees the 413s too
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+async def _webhook_not_configured() -> JSONResponse:
+    """Without a secret the route accepts nothing (no unsigned webhook, ever), and says why, so a
+    platform engineer who set up the GitHub webhook first sees what is missing, not a bare 404."""
+    return JSONResponse(error_body("not-configured", "the GitHub webhook is not configured on this server: "
+                                   "set RAYSERVICE_IMPACT_GITHUB_WEBHOOK_SECRET to the webhook's secret"),
+                        status_code=503)
 
 
 def _offline_docs(app: FastAPI) -> None:

@@ -29,6 +29,7 @@ from github_helpers import (
     wait_for,
 )
 from github_standin import GitHubStandIn
+from serverutil import running_server
 
 from app.github.comment import MARKER
 
@@ -382,6 +383,12 @@ def test_webhook_route_is_off_without_a_secret():
     assert build_router(load_settings(github_webhook_secret="")) is None
     app = create_app(load_settings(github_webhook_secret=None, analysis_executor="thread"))
     assert "/webhooks/github" not in app.openapi()["paths"]
+    # a delivery to a server without the secret is refused, and says what is missing
+    with running_server(app) as url:
+        resp = httpx.post(f"{url}/webhooks/github", content=b"{}", headers={"x-github-event": "ping"})
+    assert resp.status_code == 503
+    assert resp.json()["error"]["code"] == "not-configured"
+    assert "RAYSERVICE_IMPACT_GITHUB_WEBHOOK_SECRET" in resp.json()["error"]["message"]
     app = create_app(load_settings(github_webhook_secret="s", analysis_executor="thread"))
     assert "/webhooks/github" in app.openapi()["paths"]
 
