@@ -189,7 +189,7 @@ class _Renderer:
         if key not in self.digests:
             h = hashlib.sha256()
             top = snap.path(rel)
-            for folder, files in walk(top):
+            for folder, _, files in walk(top):
                 for name in files:
                     inner = f"{folder}/{name}" if folder else name
                     h.update(inner.encode() + b"\0" + _file_digest(os.path.join(top, inner)).encode())
@@ -273,9 +273,9 @@ def render_directory(snap: Snapshot, src: RenderSource, options: RenderOptions) 
     opts = src.directory
     top = snap.path(src.path)
     texts: list[str] = []
-    for folder, files in walk(top):
-        if folder and (opts is None or not opts.recurse):
-            continue
+    for folder, dirs, files in walk(top):
+        if opts is None or not opts.recurse:
+            dirs.clear()  # this folder's files only
         for name in files:
             rel = f"{folder}/{name}" if folder else name
             if not name.endswith((".yaml", ".yml", ".json")):

@@ -34,7 +34,7 @@ from diffing.loading import Limits, load_documents
 from diffing.policy import source_key
 from diffing.scope import ARGOCD_GROUP, api_group, decode, expand_lists, may_hold
 
-from .snapshot import Snapshot
+from .snapshot import Snapshot, walk_files
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # What kubectl, kustomize and Argo CD apply as a manifest file: JSON too.
@@ -42,7 +42,6 @@ YAML_SUFFIXES = (".yaml", ".yml", ".json")
 # Argo CD reads these in a plain directory source (reposerver/repository/repository.go,
 # findManifests); .jsonnet is rendered by Argo CD but not here.
 DIRECTORY_SUFFIXES = (".yaml", ".yml", ".json")
-SKIP_DIRS = {".git"}
 _MAX_DISCOVERY_FILE = 4 * 1024 * 1024  # Applications and kustomizations are small
 # Applications, kustomizations and values files are small: the bounds of a manifest would let
 # an alias bomb in one of them cost seconds and gigabytes before it is refused.
@@ -159,28 +158,20 @@ class _Tree:
             return None
 
 
-def walk(top: str) -> Iterator[tuple[str, list[str]]]:
-    """(folder relative to ``top`` with "/" separators, its file names), depth first in name
-    order, without following symlinked folders or entering .git. An explicit stack, not
-    recursion: a PR can nest folders deeper than Python's recursion limit."""
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        try:
-            entries = sorted(os.scandir(os.path.join(top, rel) if rel else top), key=lambda e: e.name)
-        except OSError:
-            continue
-        names = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
-        yield rel, names
-        subdirs = [e.name for e in entries if e.is_dir(follow_symlinks=False) and e.name not in SKIP_DIRS]
-        stack.extend(f"{rel}/{d}" if rel else d for d in reversed(subdirs))
+def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """:func:`.snapshot.walk_files` (iterative, sorted, .git left out, symlinked folders listed
+    but never entered) with each folder relative to ``top``: "" for ``top``, "/" separators.
+    Clearing the folder list in place prunes the walk, as with ``os.walk``."""
+    for folder, dirs, files in walk_files(top):
+        rel = os.path.relpath(folder, top).replace(os.sep, "/")
+        yield ("" if rel == "." else rel), dirs, files
 
 
 def _walk(snapshot: Snapshot) -> _Tree:
     files: list[str] = []
     kustomizations: dict[str, str] = {}
     charts: set[str] = set()
-    for rel_top, names in walk(snapshot.root):
+    for rel_top, _, names in walk(snapshot.root):
         for name in names:
             rel = f"{rel_top}/{name}" if rel_top else name
             files.append(rel)
@@ -251,13 +242,14 @@ def _kustomization(tree: _Tree, folder: str) -> _Kustomization:
     for key in _KUSTOMIZE_TARGETS:
         for entry in _strings(doc.get(key)):
             target = None if _is_remote(entry) else _norm(folder, entry)
-            if target is not None:
-                out.targets.append(target)
-            if target is not None and target in tree.kustomizations:
+            if target is None:  # a URL, or a path that leaves the repository
+                if _host_like(entry) or not _leaves(entry):
+                    out.outside.append(entry)
+                continue
+            out.targets.append(target)
+            if target in tree.kustomizations:
                 out.includes.append(target)
-            elif target is None and not _leaves(entry) or target is None and _host_like(entry):
-                out.outside.append(entry)
-            elif target is not None and not (tree.isfile(target) or tree.isdir(target)) and _host_like(entry):
+            elif _host_like(entry) and not (tree.isfile(target) or tree.isdir(target)):
                 out.outside.append(entry)  # "example.com/org/repo": tried as a repository
     urls = [e for key in _KUSTOMIZE_FILES for e in _strings(doc.get(key))]
     urls += [str(p.get("path")) for key in _KUSTOMIZE_PATHS for p in _list(doc.get(key))

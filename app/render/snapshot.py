@@ -263,14 +263,11 @@ def git_snapshot(repo: str, revision: str, *, max_bytes: int = DEFAULT_MAX_BYTES
             read_all = True
         finally:
             timer.cancel()
-            if proc.poll() is None and read_all:
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-            elif proc.poll() is None:
+            try:  # git ends on its own once its output is read; after an error it is killed
+                proc.wait(timeout=5 if read_all else 0)
+            except subprocess.TimeoutExpired:
                 proc.kill()
-            proc.wait()
+                proc.wait()
             reader.join(timeout=5)
         if proc.returncode != 0:
             message = err.decode("utf-8", errors="replace").strip()
