@@ -78,6 +78,10 @@ class Policy:
         """``name`` is an accelerator under this policy: extra capacity of it must be free."""
         return is_accelerator(name, self.accelerators, self.not_accelerators)
 
+    def devices(self, amounts: Mapping[str, Any]) -> dict[str, int]:
+        """The whole-unit, non-zero amounts of ``amounts`` that are accelerators under this policy."""
+        return {k: v for k, v in amounts.items() if self.counts(k) and isinstance(v, int) and v}
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Policy:
         if data is None:

@@ -730,7 +730,7 @@ def _decide(w: _Work, rollout: str, capacity: Capacity, known: Mapping[str, Frac
     if rollout == "create" and replacing and capacity.extra:
         hold.extend(_replacement_holds(w, capacity, known, replacing))
     if hold:
-        counted = {k: v for k, v in capacity.extra.items() if policy.counts(k) and isinstance(v, int) and v}
+        counted = policy.devices(capacity.extra)
         w.steps.extend(unknown_device_steps(counted, policy.accelerators))
         w.reasons.extend(r for r, _ in hold)
         return HOLD, hold[0][1]
@@ -762,6 +762,6 @@ def _replacement_holds(w: _Work, capacity: Capacity, known: Mapping[str, Fractio
                     f"while the deleted one still runs; {where} (without room its pods stay Pending)",
                     headline))
     if out:
-        gpus = {k: v for k, v in capacity.extra.items() if policy.counts(k) and isinstance(v, int) and v}
+        gpus = policy.devices(capacity.extra)
         w.steps.extend(replacement_steps(gpus))
     return out

@@ -579,7 +579,7 @@ def _next_steps(rollout: str, schema: bool, findings: Sequence[Finding], extra: 
     if rollout == "suspend":
         steps.append("confirm the job may lose its work: suspending deletes its RayCluster and submitter, "
                      "and resuming reruns it from the start")
-    gpus = {k: v for k, v in extra.items() if policy.counts(k) and isinstance(v, int) and v}
+    gpus = policy.devices(extra)
     if rollout == "create" and replacing and gpus:
         steps.extend(replacement_steps(gpus))
     elif rollout in ("create", "resume") and gpus:
