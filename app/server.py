@@ -27,7 +27,7 @@ from .metrics import Metrics
 from .middleware import BodyLimitMiddleware, ObserveMiddleware
 from .schemas import AnalyzeRequest, ManagedResourcesRequest, component_schemas
 from .settings import Settings, SettingsError, load_settings
-from .workers import AnalysisPool, ResultCache, bound_github_jobs, job_deadline
+from .workers import AnalysisPool, ResultCache
 
 GITHUB_MAX_PAYLOAD = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 
@@ -71,9 +71,6 @@ def create_app(settings: Settings) -> FastAPI:
 
     webhook = build_router(settings, pool=service.pool)
     if webhook is not None:
-        github = getattr(webhook, "service", None)  # build_router's GitHubService (absent in stand-ins)
-        if github is not None:
-            bound_github_jobs(github, job_deadline(settings))
         app.include_router(webhook)  # FastAPI >= 0.115 merges the router's lifespan into the app's
     else:
         app.add_api_route("/webhooks/github", _webhook_not_configured, methods=["POST"],

@@ -18,8 +18,9 @@ are turned into answers inside the worker by :func:`app.errors.error_for`, becau
 exceptions do not survive pickling with their fields.
 
 A GitHub webhook job (one pull request: read, render, analyse, publish) has a deadline of its
-own over all of that (:func:`bound_github_jobs`): each step has its bounds, but their sum over
-many roots and retries had none, and a job that ran on left its commit status pending for good.
+own over all of that (:func:`with_deadline`, under which the webhook's dispatcher runs every
+job): each step has its bounds, but their sum over many roots and retries had none, and a job
+that ran on left its commit status pending for good.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import json
-import logging
 import math
 import multiprocessing
 import os
@@ -65,8 +65,6 @@ HEAVY_INPUT_BYTES = 256 * 1024
 # One GitHub pull-request job, end to end. Its steps are bounded one by one (a render 60 s, the
 # analysis 10 s, GitHub's retries 120 s); a pull request rendered in under a minute is far below.
 JOB_DEADLINE_SECONDS = 300.0
-
-log = logging.getLogger("rayservice_impact")
 
 
 def encode_json(value: Any) -> bytes:
@@ -319,40 +317,3 @@ def job_deadline(settings: Any) -> float:
     """RAYSERVICE_IMPACT_GITHUB_JOB_DEADLINE_SECONDS once Settings declares it, else the default."""
     value = getattr(settings, "github_job_deadline_seconds", None)
     return float(value) if value else JOB_DEADLINE_SECONDS
-
-
-def bound_github_jobs(github: Any, seconds: float) -> None:
-    """Give every pull-request job of the webhook's dispatcher (``github``: the router's
-    :class:`app.webhooks.github.GitHubService`) an overall deadline; a job over it ends with an
-    error status on its head SHA ("analysis timed out after N s") and the sticky comment saying
-    so, never in silence.
-
-    The job is cancelled at its next await. A render already running in its worker thread cannot
-    be interrupted: it ends within its own per-render limits and then removes its snapshots, while
-    the dispatcher's worker moves on."""
-
-    async def timed_out(pr: Any, is_current: Callable[[], bool]) -> Any:
-        return await post_timeout(github, pr, is_current, seconds)
-
-    dispatcher = github.dispatcher
-    dispatcher._run = with_deadline(dispatcher._run, seconds, timed_out)
-
-
-async def post_timeout(github: Any, pr: Any, is_current: Callable[[], bool], seconds: float) -> Any:
-    """The error verdict of a job past its deadline, published as every verdict is (comment,
-    status, check run); not for a head a newer push superseded meanwhile."""
-    from app.clients.github import GitHubError
-    from app.github.comment import verdict_for_error
-    from app.github.flow import Outcome, publish_verdict
-
-    message = f"analysis timed out after {seconds:g} s"
-    log.error("github %s head %s: %s", pr.full_name, pr.head_sha[:7], message)
-    if not is_current():
-        return Outcome("superseded")
-    try:
-        gh = await github._client_for(pr)
-    except GitHubError as exc:
-        log.error("github %s: cannot authenticate as the App installation: %s", pr.full_name, exc)
-        return Outcome("failed", retryable=True)
-    return await publish_verdict(gh, pr, verdict_for_error(message), check_run=github.app_auth is not None,
-                                 is_current=is_current, approval_key=github.options.approval_key)

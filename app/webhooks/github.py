@@ -28,9 +28,11 @@ from app.clients.argocd import ArgoCDClient
 from app.clients.github import AppAuth, GitHubClient, GitHubError, RetryPolicy, static_token
 from app.github.change import PayloadError, PullRequest
 from app.github.commands import Command, parse_command, run_command
+from app.github.comment import verdict_for_error
 from app.github.dispatch import Dispatcher, Lru
-from app.github.flow import AnalysisOptions, Outcome, run_pull_request
+from app.github.flow import AnalysisOptions, Outcome, publish_verdict, run_pull_request
 from app.live import kubernetes_configured
+from app.workers import job_deadline, with_deadline
 
 
 def live_enabled(settings: Any) -> bool:
@@ -132,7 +134,10 @@ class GitHubService:
         self.transport = transport
         self.gh: GitHubClient | None = None
         self.argocd: ArgoCDClient | None = None
-        self.dispatcher = Dispatcher(self._run, workers=int(_tuning(settings, "github_workers")),
+        # Every pull-request job runs under one overall deadline, then ends in an error status.
+        self.job_deadline = job_deadline(settings)
+        self.dispatcher = Dispatcher(with_deadline(self._run, self.job_deadline, self._timed_out),
+                                     workers=int(_tuning(settings, "github_workers")),
                                      max_pending=int(_tuning(settings, "github_max_pending")))
         self._comments_seen: Lru = Lru(10_000)  # comment ids whose command was taken (redeliveries)
         self._token_login = ""                   # the token's user (GET /user), asked once
@@ -163,6 +168,23 @@ class GitHubService:
             return Outcome("failed", retryable=True)
         return await run_pull_request(gh, pr, self.options, check_run=self.app_auth is not None,
                                       is_current=is_current, argocd=self.argocd)
+
+    async def _timed_out(self, pr: PullRequest, is_current: Any) -> Outcome:
+        """The error verdict of a job past its deadline, published as every verdict is (comment,
+        status, check run); not for a head a newer push superseded meanwhile. The job itself was
+        cancelled at its next await; a render already running in its thread ends within its own
+        per-render limits."""
+        message = f"analysis timed out after {self.job_deadline:g} s"
+        log.error("github %s head %s: %s", pr.full_name, pr.head_sha[:7], message)
+        if not is_current():
+            return Outcome("superseded")
+        try:
+            gh = await self._client_for(pr)
+        except GitHubError as exc:
+            log.error("github %s: cannot authenticate as the App installation: %s", pr.full_name, exc)
+            return Outcome("failed", retryable=True)
+        return await publish_verdict(gh, pr, verdict_for_error(message), check_run=self.app_auth is not None,
+                                     is_current=is_current, approval_key=self.options.approval_key)
 
     async def _run_command(self, cmd: Command) -> Outcome:
         try:
