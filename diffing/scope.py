@@ -100,10 +100,6 @@ def expand_lists(value: Any, depth: int = 0) -> Iterator[Any]:
         yield from expand_lists(item, depth + 1)
 
 
-def is_list(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("items"), list)
-
-
 def api_group(value: Any) -> str:
     """The API group of an object's ``apiVersion`` ("" for the core group or no object)."""
     api = value.get("apiVersion") if isinstance(value, dict) else None

@@ -322,9 +322,6 @@ class GitHubClient:
     def pull_files(self, owner: str, repo: str, number: int) -> AsyncIterator[dict[str, Any]]:
         return self.paginate(f"/repos/{_q(owner)}/{_q(repo)}/pulls/{number}/files", retry_404=True)
 
-    async def file_text(self, owner: str, repo: str, path: str, ref: str) -> str:
-        return (await self.file_bytes(owner, repo, path, ref)).decode("utf-8", errors="replace")
-
     async def file_bytes(self, owner: str, repo: str, path: str, ref: str, *,
                          retry_404: bool = True) -> bytes:
         """A file's raw bytes at ``ref``: the caller decodes them (a manifest may be UTF-16).

@@ -162,24 +162,24 @@ def test_request_404_right_after_the_event_is_retried_briefly():
     standin = GitHubStandIn()
     standin.contents[(HEAD_SHA, "k8s/a.yaml")] = "kind: RayService\n"
     standin.fail("GET", "/contents/", 404, times=2)
-    text = _run(standin, lambda gh: gh.file_text(OWNER, REPO, "k8s/a.yaml", HEAD_SHA))
-    assert text == "kind: RayService\n"
+    data = _run(standin, lambda gh: gh.file_bytes(OWNER, REPO, "k8s/a.yaml", HEAD_SHA))
+    assert data == b"kind: RayService\n"
     assert [c.status for c in standin.calls] == [404, 404, 200]
 
 
 def test_request_404_that_persists_is_not_found():
     standin = GitHubStandIn()
     with pytest.raises(GitHubNotFound):
-        _run(standin, lambda gh: gh.file_text(OWNER, REPO, "k8s/missing.yaml", HEAD_SHA))
+        _run(standin, lambda gh: gh.file_bytes(OWNER, REPO, "k8s/missing.yaml", HEAD_SHA))
     assert len(standin.calls) == 3  # the first try and the two brief retries
 
 
 def test_client_works_under_a_ghes_prefix():
     standin = GitHubStandIn("/api/v3")
     standin.contents[(HEAD_SHA, "dir with space/a.yaml")] = "x: 1\n"
-    text = _run(standin, lambda gh: gh.file_text(OWNER, REPO, "dir with space/a.yaml", HEAD_SHA),
+    data = _run(standin, lambda gh: gh.file_bytes(OWNER, REPO, "dir with space/a.yaml", HEAD_SHA),
                 prefix="/api/v3")
-    assert text == "x: 1\n"
+    assert data == b"x: 1\n"
     assert standin.calls[0].path == f"/repos/{OWNER}/{REPO}/contents/dir with space/a.yaml"
 
 
