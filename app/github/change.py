@@ -11,9 +11,8 @@ from typing import Any
 
 from app.clients.github import GitHubClient, GitHubError
 from app.gitdiff import Texts, kuberay_texts
-from app.render.roots import parse_gitmodules, under
+from app.render.roots import YAML_SUFFIXES, parse_gitmodules, under
 
-YAML_SUFFIXES = (".yaml", ".yml", ".json")  # what kubectl, kustomize and Argo CD read
 FILES_CAP = 3000  # GitHub lists at most this many files of a pull request
 FETCH_CONCURRENCY = 4
 

@@ -23,7 +23,17 @@ from diffing.scope import RAY_GROUP, decode, may_hold
 
 from .kustomize import render_kustomize
 from .process import RenderError, RenderLimits
-from .roots import Discovery, PathIndex, RenderSource, Root, discover, matches_directory, under, walk
+from .roots import (
+    YAML_SUFFIXES,
+    Discovery,
+    PathIndex,
+    RenderSource,
+    Root,
+    discover,
+    matches_directory,
+    under,
+    walk,
+)
 from .snapshot import Snapshot
 
 MAX_PLAIN_FILE = 32 * 1024 * 1024
@@ -278,7 +288,7 @@ def render_directory(snap: Snapshot, src: RenderSource, options: RenderOptions) 
             dirs.clear()  # this folder's files only
         for name in files:
             rel = f"{folder}/{name}" if folder else name
-            if not name.endswith((".yaml", ".yml", ".json")):
+            if not name.endswith(YAML_SUFFIXES):
                 continue
             if opts is not None and not matches_directory(rel, opts):
                 continue

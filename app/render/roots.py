@@ -37,11 +37,10 @@ from diffing.scope import ARGOCD_GROUP, api_group, decode, expand_lists, may_hol
 from .snapshot import Snapshot, walk_files
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-# What kubectl, kustomize and Argo CD apply as a manifest file: JSON too.
+# What kubectl, kustomize and Argo CD apply as a manifest file, JSON too (Argo CD's plain
+# directory source: reposerver/repository/repository.go, findManifests; .jsonnet is rendered by
+# Argo CD but not here).
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
-# Argo CD reads these in a plain directory source (reposerver/repository/repository.go,
-# findManifests); .jsonnet is rendered by Argo CD but not here.
-DIRECTORY_SUFFIXES = (".yaml", ".yml", ".json")
 _MAX_DISCOVERY_FILE = 4 * 1024 * 1024  # Applications and kustomizations are small
 # Applications, kustomizations and values files are small: the bounds of a manifest would let
 # an alias bomb in one of them cost seconds and gigabytes before it is refused.
