@@ -1,14 +1,13 @@
 """The ``rayservice-impact`` command line.
 
-Exit codes (CONTRACT.md): 0 approve / ignore-differences, 3 hold, 2 invalid input or usage
-(the message names the file, document and line), 1 unexpected internal error. They are
-decided here and nowhere else.
+Exit codes (CONTRACT.md; named in :mod:`app.output`): 0 approve / ignore-differences, 3 hold,
+2 invalid input or usage (the message names the file, document and line), 1 unexpected internal
+error. Which one a run ends with is decided here and nowhere else.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -17,12 +16,16 @@ import diffing
 from diffing.errors import DiffingError, ManifestError
 
 from .files import InputFileError, read_policy, read_text
-
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_HOLD = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    """Bad command-line usage; exit code 2."""
+from .output import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    FORMATS,
+    UsageError,
+    format_report,
+    package_version,
+)
 
 
 def _headroom(values: Sequence[str] | None) -> dict[str, str] | None:
@@ -46,7 +49,7 @@ def _headroom(values: Sequence[str] | None) -> dict[str, str] | None:
 
 
 def add_analysis_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("markdown", "json", "github", "sarif"), default=None,
+    p.add_argument("--format", choices=FORMATS, default=None,
                    help="output format (default: markdown on a terminal, else json); github: workflow "
                         "commands that annotate the lines of the change; sarif: SARIF 2.1.0")
     p.add_argument("--kuberay-version", default=None,
@@ -78,21 +81,12 @@ def render_options(args: argparse.Namespace) -> Any:
     return dataclasses.replace(options, kustomize=args.kustomize)
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("rayservice-impact")
-    except PackageNotFoundError:
-        return "0 (not installed)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rayservice-impact",
         description="Predict what the KubeRay operator does with a RayService, RayCluster or RayJob change, "
                     "and what it costs.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("analyze", help="compare two manifest files or folders")
     p.add_argument("before", help="YAML file, or a kustomization / chart folder, before the change "
@@ -147,22 +141,6 @@ def analysis_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "policy": policy,
         "crd": read_text(args.crd) if args.crd else None,
     }
-
-
-def format_report(report: diffing.Report, fmt: str | None, locate: Any = None) -> str:
-    if fmt is None:
-        fmt = "markdown" if sys.stdout.isatty() else "json"
-    if fmt == "json":
-        return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
-    if fmt in ("github", "sarif"):
-        from diffing.render.annotations import annotate, render_github, render_sarif
-
-        items = annotate(report, locate)
-        if fmt == "github":
-            return render_github(items)
-        sarif = render_sarif(report, items, version=_version())
-        return json.dumps(sarif, indent=2, ensure_ascii=False) + "\n"
-    return diffing.render_markdown(report)
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
@@ -275,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rayservice-impact: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - the contract's "unexpected internal error"

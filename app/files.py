@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from diffing.errors import ManifestError, PolicyError
-from diffing.loading import load_value
-from diffing.scope import decode
+from diffing.kube.loading import load_value
+from diffing.kube.scope import decode
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 

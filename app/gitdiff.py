@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterable, Sequence
 
-from diffing.scope import RAY_GROUP, decode, may_hold
+from diffing.kube.scope import RAY_GROUP, decode, may_hold
 
 # What kubectl, kustomize and Argo CD read as manifest files.
 DEFAULT_PATHSPECS = ("*.yaml", "*.yml", "*.json")
@@ -20,7 +20,7 @@ SUBMODULE_MOVED = ("the change moves this submodule: Argo CD deploys the submodu
 def kuberay_texts(files: Iterable[tuple[str, bytes, str, bytes]]) -> tuple[Texts, Texts]:
     """(before, after) ``(source, text)`` lists from ``(before source, before bytes, after source,
     after bytes)`` per changed file, keeping the files that may hold a KubeRay object on either
-    side. The test is exact (:func:`diffing.scope.may_hold`), never a pattern on the ``kind:``
+    side. The test is exact (:func:`diffing.kube.scope.may_hold`), never a pattern on the ``kind:``
     line: the core then parses what is kept, so the parsed kinds decide. A kept file that cannot
     be decoded is an input error naming it, never an empty (deleted) side."""
     befores: Texts = []

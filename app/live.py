@@ -50,9 +50,10 @@ from fractions import Fraction
 from typing import Any
 
 import diffing
-from diffing import capacity as cap
-from diffing.manifests import Texts
-from diffing.quantity import Quantity, QuantityError
+from diffing.kube import resources as cap
+from diffing.kube.manifests import Texts
+from diffing.kube.quantity import Quantity, QuantityError
+from diffing.versions import DEFAULT
 
 from .clients.kubernetes import KubeReader, KubernetesError, connect, kubeconfig_paths
 
@@ -327,7 +328,7 @@ def live_targets(texts: Texts, source: str = "after") -> dict[str, dict[str, Any
     """The RayServices, standalone RayClusters and RayJobs of ``texts`` by live key, for the live
     reads.
 
-    A RayCluster a RayService or RayJob owns is not one (:func:`diffing.manifests.analysed_kind`).
+    A RayCluster a RayService or RayJob owns is not one (:func:`diffing.kube.manifests.analysed_kind`).
     Raises :class:`diffing.DiffingError` on a text that cannot be read.
     """
     return {key: obj for key, obj in diffing.live_objects(texts, source).items()
@@ -352,7 +353,6 @@ class RequestReader:
         self._pods: dict[str, list[Obj]] = {}
         self._all_pods: list[Obj] | None = None
         self._namespaces: set[str] = set()
-        self.calls = 0
 
     def _namespace(self, namespace: str) -> None:
         if namespace not in self._namespaces and len(self._namespaces) >= self.max_namespaces:
@@ -364,7 +364,6 @@ class RequestReader:
         key = (plural, namespace)
         if key not in self._lists:
             self._namespace(namespace)
-            self.calls += 1
             items = self.reader.list_custom(plural, namespace)
             self._lists[key] = {str(_get(i, "metadata", "name")): i for i in items}
         return self._lists[key]
@@ -381,12 +380,10 @@ class RequestReader:
                 if (_get(c, "metadata", "labels") or {}).get(label) == value]
 
     def list_nodes(self) -> list[Obj]:
-        self.calls += 1
         return list(self.reader.list_nodes())
 
     def list_active_pods(self) -> list[Obj]:
         if self._all_pods is None:
-            self.calls += 1
             self._all_pods = list(self.reader.list_active_pods())
         return self._all_pods
 
@@ -397,7 +394,6 @@ class RequestReader:
                     and CLUSTER_LABEL in (_get(p, "metadata", "labels") or {})]
         if namespace not in self._pods:
             self._namespace(namespace)
-            self.calls += 1
             self._pods[namespace] = list(self.reader.list_cluster_pods(namespace))
         return self._pods[namespace]
 
@@ -442,7 +438,7 @@ def _raycluster_basis(reader: RequestReader, rc: Obj, namespace: str, name: str,
 
 
 def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping[str, Obj] | None = None,
-                    kuberay_version: str = "1.7.0", accelerators: Iterable[str] = (),
+                    kuberay_version: str = DEFAULT, accelerators: Iterable[str] = (),
                     headroom: Mapping[str, Any] | None = None) -> dict[str, diffing.LiveCluster]:
     """One :class:`diffing.LiveCluster` per key whose RayService or RayCluster is live or has a target.
 
@@ -490,7 +486,7 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
 
 
 def live_basis_for(keys: Iterable[str], *, targets: Mapping[str, Obj] | None = None,
-                   kuberay_version: str = "1.7.0", accelerators: Iterable[str] = (),
+                   kuberay_version: str = DEFAULT, accelerators: Iterable[str] = (),
                    headroom: Mapping[str, Any] | None = None,
                    timeout: float = 10.0) -> dict[str, diffing.LiveCluster] | None:
     """The live basis for ``keys`` (live keys, :func:`parse_key`), or ``None`` without Kubernetes config.

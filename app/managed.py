@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from diffing.manifests import KINDS
+from diffing.kube.manifests import KINDS
 
 from . import jsonio
 

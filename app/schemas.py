@@ -11,13 +11,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from diffing.versions import DEFAULT
+
 Decision = Literal["approve", "hold", "ignore-differences"]
-Kind = Literal["RayService", "RayCluster", "RayJob"]  # diffing.manifests.KINDS
+Kind = Literal["RayService", "RayCluster", "RayJob"]  # diffing.kube.manifests.KINDS
 # RayService rollouts; then a standalone RayCluster's (recreate, scale, latent) and a RayJob's
 # (next-run) (CONTRACT "Standalone RayCluster and RayJob").
 Rollout = Literal["none", "serve-in-place", "cluster-in-place", "new-cluster", "incremental", "not-applied",
                   "suspend", "resume", "create", "delete", "recreate", "scale", "latent", "next-run"]
-# RayService categories; then a standalone RayCluster's (diffing.kuberay.ClusterCategory) and a
+# RayService categories; then a standalone RayCluster's (diffing.raycluster.rules.ClusterCategory) and a
 # RayJob's (diffing.rayjob: next-run, applies-now, suspend; no-op and service-level as above).
 Category = Literal["serve-in-place", "autoscaler-owned", "operator-ignored", "service-level",
                    "worker-group-appended", "cluster-recreate", "no-op", "scale", "latent", "recreate",
@@ -34,7 +36,7 @@ class AnalyzeRequest(_Strict):
 
     before: str = Field(description='YAML before the change; "" = nothing there (the resource is created)')
     after: str = Field(description='YAML after the change; "" = nothing there (the resource is deleted)')
-    kuberayVersion: str | None = Field(default=None, examples=["1.7.0"],
+    kuberayVersion: str | None = Field(default=None, examples=[DEFAULT],
                                        description="operator version whose rules apply (1.6.x, 1.7.x)")
     headroom: dict[str, Amount] | None = Field(default=None, examples=[{"nvidia.com/gpu": 8}],
                                                description="free capacity known to the caller")

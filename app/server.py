@@ -25,6 +25,7 @@ from .errors import error_body, install_error_handlers
 from .live import kubernetes_configured
 from .metrics import Metrics
 from .middleware import BodyLimitMiddleware, ObserveMiddleware
+from .output import EXIT_OK, EXIT_USAGE
 from .schemas import AnalyzeRequest, ManagedResourcesRequest, component_schemas
 from .settings import Settings, SettingsError, load_settings
 from .workers import AnalysisPool, ResultCache
@@ -175,10 +176,10 @@ def run(host: str = "127.0.0.1", port: int = 8080) -> int:
         app = create_app(settings)
     except SettingsError as exc:
         print(f"rayservice-impact: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     configure_logging(settings.log_level)
     from .httpserver import protocol_with
 
     uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, server_header=False,
                 http=protocol_with(settings.header_timeout_seconds))
-    return 0
+    return EXIT_OK

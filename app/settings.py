@@ -8,6 +8,8 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from diffing.versions import DEFAULT
+
 
 class SettingsError(Exception):
     """A configuration value that is not valid; the message names the variable."""
@@ -17,7 +19,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RAYSERVICE_IMPACT_", extra="ignore",
                                       case_sensitive=False)
 
-    kuberay_version: str = "1.7.0"
+    kuberay_version: str = DEFAULT
     policy_file: Path | None = None
     # Bearer tokens of the analysis API, one per line (mount a Secret); unset = open, no live basis.
     api_tokens_file: Path | None = None
@@ -65,7 +67,7 @@ class Settings(BaseSettings):
     @field_validator("kuberay_version")
     @classmethod
     def _known_version(cls, value: str) -> str:
-        from diffing.kuberay import rules_for
+        from diffing.versions import rules_for
 
         rules_for(value)  # raises UnsupportedVersionError with the supported list
         return value

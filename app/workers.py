@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import diffing
+from diffing.versions import DEFAULT
 
 from .errors import ServiceUnavailable, error_body, error_for
 from .managed import texts_from_managed_resources
@@ -128,7 +129,7 @@ def _accelerators(report: diffing.Report) -> dict[str, int]:
 
 
 def _warm_up() -> int:
-    run_job({"before": "", "after": WARMUP, "kuberay_version": "1.7.0", "headroom": None, "policy": None,
+    run_job({"before": "", "after": WARMUP, "kuberay_version": DEFAULT, "headroom": None, "policy": None,
              "sources": ("before", "after"), "max_bytes": 1 << 20, "format": "json"})
     run_job({"before": "", "after": WARMUP, "kuberay_version": "1.6.0", "headroom": None, "policy": None,
              "sources": ("before", "after"), "max_bytes": 1 << 20, "format": "markdown"})

@@ -92,8 +92,8 @@ def _python_hash(case: Mapping[str, Any]) -> dict[str, str]:
     import hashlib
 
     from diffing.engine import Engine, _clear, cluster_schema, go_json, recreate_hash_input
-    from diffing.kuberay import rules_for
     from diffing.policy import Policy
+    from diffing.versions import rules_for
 
     engine = Engine(rules_for(case.get("version", "1.7.0")), Policy())
     api_version = case["after"]["apiVersion"]

@@ -8,16 +8,17 @@
 Nothing here reads files, the network or the environment; :mod:`app` does that.
 """
 
-from .analysis import analyze, cluster_divergence
-from .errors import DiffingError, ManifestError, PolicyError, UnsupportedVersionError
-from .kuberay import SUPPORTED as SUPPORTED_VERSIONS
-from .kuberay import Category
-from .live import LiveCluster
-from .loading import Limits
-from .manifests import Source, live_objects, strip_server_fields
-from .policy import Policy
-from .render.markdown import render_markdown
-from .report import Capacity, Change, Finding, Report, ResourceReport
+from diffing.errors import DiffingError, ManifestError, PolicyError, UnsupportedVersionError
+from diffing.kube.loading import Limits
+from diffing.kube.manifests import Source, live_objects, strip_server_fields
+from diffing.live import LiveCluster
+from diffing.pipeline import analyze
+from diffing.policy import Policy
+from diffing.rayservice.live import cluster_divergence
+from diffing.rayservice.rules import Category
+from diffing.render.markdown import render_markdown
+from diffing.report import Capacity, Change, Finding, Report, ResourceReport
+from diffing.versions import SUPPORTED as SUPPORTED_VERSIONS
 
 __all__ = [
     "SUPPORTED_VERSIONS",

@@ -8,15 +8,15 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from . import serve
-from .diff import Differ, Difference
-from .gojson import ABSENT, OMIT, GoTypes, TypeDesc, same_encoding, struct
-from .kuberay import VersionRules, schema_data
-from .manifests import Manifest
-from .paths import Path
-from .policy import Policy
-from .schema import Schema, SchemaSet
-from .values import dig, mapping, seq
+from diffing.kube.diff import Differ, Difference
+from diffing.kube.gojson import ABSENT, OMIT, GoTypes, TypeDesc, same_encoding, struct
+from diffing.kube.manifests import Manifest
+from diffing.kube.paths import Path
+from diffing.kube.schema import Schema, SchemaSet
+from diffing.kube.values import dig, mapping, seq
+from diffing.policy import Policy
+from diffing.rayservice import serve
+from diffing.versions import VersionRules, schema_data
 
 RCC: Path = ("spec", "rayClusterConfig")
 
@@ -210,7 +210,7 @@ def _clear(types: GoTypes, schemas: SchemaSet, encoded: Any, t: TypeDesc | None,
 
 def cluster_hash_equal(engine: Engine, before: Any, after: Any, api_version: str = "ray.io/v1") -> bool:
     """Whether two RayCluster specs give the same Recreate hash, encoding only where they differ
-    (:func:`~diffing.gojson.same_encoding`): equal encodings, equal hashes."""
+    (:func:`~diffing.kube.gojson.same_encoding`): equal encodings, equal hashes."""
     return same_encoding(engine.gotypes, _operator_defaults(before), _operator_defaults(after),
                          engine.gotypes.root, engine.schemas, cluster_schema(engine, api_version),
                          engine.cluster_muted)

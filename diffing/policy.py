@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .capacity import family, is_accelerator, is_extended, is_known_accelerator
-from .errors import PolicyError
-from .quantity import Quantity, QuantityError
+from diffing.errors import PolicyError
+from diffing.kube.quantity import Quantity, QuantityError
+from diffing.kube.resources import family, is_accelerator, is_extended, is_known_accelerator
 
 HOLD_ON_RECREATE = ("always", "gpu-only", "never")
 NOT_APPLIED = ("hold", "warn")
@@ -35,7 +35,7 @@ class Policy:
     * ``not_applied``: ``hold`` (default) or ``warn`` when the operator will not apply a change.
     * ``feature_gates`` / ``operator_env``: the operator's own settings.
     * ``accelerators``: extra resource names to count as accelerators (every extended
-      resource already counts, see :func:`diffing.capacity.is_accelerator`).
+      resource already counts, see :func:`diffing.kube.resources.is_accelerator`).
     * ``not_accelerators`` (``notAccelerators``): extended resources that are not scarce
       devices (``example.com/foo``); a known accelerator family cannot be listed.
     * ``render_failure``: ``hold`` (default) or ``warn`` when a root the change touched could

@@ -5,12 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .gojson import ABSENT, OMIT
-from .paths import Path, format_path
+from diffing.kube.gojson import ABSENT, OMIT
+from diffing.kube.paths import Path, format_path
+from diffing.vocab import SEVERITY_ORDER, Decision, ExitCode
+
+__all__ = ["APPROVE", "HOLD", "IGNORE", "SEVERITY_ORDER", "Capacity", "Change", "Finding", "Report",
+           "ResourceReport"]
 
 SCHEMA_VERSION = 1
-APPROVE, HOLD, IGNORE = "approve", "hold", "ignore-differences"
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+APPROVE: str = Decision.APPROVE
+HOLD: str = Decision.HOLD
+IGNORE: str = Decision.IGNORE
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +28,7 @@ class Change:
     line: int | None = None  # in the after (or before) file, where a file has lines
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"path": format_path(self.path), "category": self.category,
+        out = {"path": format_path(self.path), "category": str(self.category),
                "before": _plain(self.before), "after": _plain(self.after)}
         if self.detail:
             out["detail"] = self.detail
@@ -41,7 +46,7 @@ class Finding:
     line: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"severity": self.severity, "code": self.code, "path": self.path,
+        out: dict[str, Any] = {"severity": str(self.severity), "code": self.code, "path": self.path,
                                "message": self.message}
         if self.line is not None:
             out["line"] = self.line
@@ -88,8 +93,9 @@ class ResourceReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
-            "name": self.name, "source": self.origin, "action": self.action, "rollout": self.rollout,
-            "decision": self.decision, "reasons": list(self.reasons),
+            "name": self.name, "source": self.origin, "action": str(self.action),
+            "rollout": str(self.rollout),
+            "decision": str(self.decision), "reasons": list(self.reasons),
             "changes": [c.to_dict() for c in self.changes],
             "capacity": self.capacity.to_dict(),
             "findings": [f.to_dict() for f in self.findings],
@@ -111,7 +117,7 @@ class Report:
         return {
             "schemaVersion": SCHEMA_VERSION,
             "kuberayVersion": self.kuberay_version,
-            "decision": self.decision,
+            "decision": str(self.decision),
             "summary": self.summary,
             "findings": [f.to_dict() for f in self.findings],
             "notAnalysed": dict(self.not_analysed),
@@ -120,8 +126,8 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """The CLI's exit code for this verdict: 3 for hold, else 0."""
-        return 3 if self.decision == HOLD else 0
+        """The CLI's exit code for this verdict (:class:`~diffing.vocab.ExitCode`)."""
+        return int(ExitCode.of(self.decision))
 
 
 def _plain(value: Any) -> Any:

@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.output import EXIT_USAGE
+from diffing.versions import DEFAULT
+
 from .comment import fit
 
 SUMMARY_MAX_BYTES = 1024 * 1024      # GitHub's limit for one step's job summary (1 MiB)
@@ -142,7 +145,7 @@ def make_plan(env: dict[str, str], event_name: str, event: dict[str, Any]) -> Pl
 def run_cli(plan: Plan, env: dict[str, str], fmt: str) -> tuple[int, str, str]:
     ws = env.get("GITHUB_WORKSPACE") or "."
     args = ["rayservice-impact", "git", *plan.range_args, "--repo", ws,
-            "--kuberay-version", env.get("KUBERAY_VERSION") or "1.7.0",
+            "--kuberay-version", env.get("KUBERAY_VERSION") or DEFAULT,
             "--render", env.get("RENDER") or "auto", "--format", fmt]
     server, repo = env.get("GITHUB_SERVER_URL"), env.get("GITHUB_REPOSITORY")
     if server and repo:
@@ -187,7 +190,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     plan = make_plan(env, event_name, event if isinstance(event, dict) else {})
     if plan.error:
-        code, markdown, stderr = 2, "", f"rayservice-impact: {plan.error}\n"
+        code, markdown, stderr = EXIT_USAGE, "", f"rayservice-impact: {plan.error}\n"
         report_json = ""
     else:
         code, markdown, stderr = run_cli(plan, env, "markdown")

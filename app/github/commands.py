@@ -43,7 +43,6 @@ from .own import find_reply, find_sticky_comment
 
 log = logging.getLogger(__name__)
 
-PREFIX = "/rayservice-impact"
 _COMMAND = re.compile(r"^/rayservice-impact(?:\s+(?P<verb>\S+))?(?P<rest>.*)$", re.DOTALL | re.IGNORECASE)
 WRITERS = frozenset({"admin", "maintain", "write"})
 USAGE = "`/rayservice-impact approve <reason>` or `/rayservice-impact rerun`"

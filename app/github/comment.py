@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 import diffing
+from app.output import EXIT_HOLD, EXIT_OK
 
 MARKER = "<!-- rayservice-impact -->"
 MAX_BODY_CHARS = 60_000
@@ -105,7 +106,7 @@ def _digest(text: str) -> str:
 
 def verdict_for_markdown(markdown: str, exit_code: int, summary: str = "") -> Verdict:
     """The CI form: the CLI's markdown and exit code (0 approve/ignore, 3 hold, else error)."""
-    state = {0: "success", 3: "failure"}.get(exit_code, "error")
+    state = {EXIT_OK: "success", EXIT_HOLD: "failure"}.get(exit_code, "error")
     if not summary:
         summary = {"success": "rayservice-impact: no hold", "failure": "rayservice-impact: hold"}.get(
             state, f"rayservice-impact could not analyse the change (exit {exit_code})")

@@ -29,6 +29,7 @@ from app.gitdiff import SUBMODULE_MOVED
 from app.live import live_basis_for_texts
 from app.render.pipeline import RenderedChange, RenderOptions, analyze_rendered
 from diffing.render.annotations import annotate
+from diffing.versions import DEFAULT
 
 from .change import PullRequest, fetch_change
 from .comment import (
@@ -59,7 +60,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class AnalysisOptions:
-    kuberay_version: str = "1.7.0"
+    kuberay_version: str = DEFAULT
     policy: dict[str, Any] | None = None
     timeout: float = 10.0
     live_enabled: bool = False  # live basis from the Kubernetes API (the service runs in-cluster)

@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 
 from app.clients.github import GitHubClient, GitHubError, GitHubRetryExhausted, RetryPolicy, static_token
+from app.output import EXIT_HOLD, EXIT_OK
 
 from .change import PullRequest
 from .comment import Verdict, verdict_for_error, verdict_for_markdown, verdict_for_no_change
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def verdict_from_files(markdown: str, report_json: str | None, exit_code: int, error: str = "") -> Verdict:
     """The gate and comment for one CLI run (exit 0 approve/ignore, 3 hold, else could not analyse)."""
-    if exit_code not in (0, 3):
+    if exit_code not in (EXIT_OK, EXIT_HOLD):
         return verdict_for_error(error.strip() or f"rayservice-impact exited with {exit_code}")
     report: dict[str, Any] = {}
     if report_json:

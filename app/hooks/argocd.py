@@ -27,16 +27,16 @@ from pathlib import Path
 from typing import Any
 
 import diffing
+from diffing.kube.manifests import KINDS, analysed_kind
 from diffing.live import live_key
-from diffing.manifests import KINDS, analysed_kind
 
 from .. import jsonio
-from ..cli import EXIT_HOLD, EXIT_INTERNAL, EXIT_OK, UsageError, format_report
 from ..clients.argocd import ArgoCDClient
 from ..clients.kubernetes import KubeReader, connect
 from ..clients.upstream import UpstreamError
 from ..live import LIVE_KINDS, read_live_basis
 from ..managed import ManagedResourcesError, texts_from_managed_resources
+from ..output import EXIT_HOLD, EXIT_INTERNAL, EXIT_OK, UsageError, format_report
 from ..settings import Settings, SettingsError, load_settings
 
 TERMINATION_LIMIT = 4000  # the kubelet keeps 4096 bytes
@@ -60,10 +60,10 @@ def write_termination_log(path: Path, text: str) -> None:
 def _cannot_check(settings: Settings, message: str) -> int:
     _note(message)
     if settings.fail_open:
-        _note("RAYSERVICE_IMPACT_FAIL_OPEN=true: letting the sync go ahead unchecked (exit 0)")
+        _note(f"RAYSERVICE_IMPACT_FAIL_OPEN=true: letting the sync go ahead unchecked (exit {EXIT_OK})")
         return EXIT_OK
-    _note("failing closed (exit 1): the sync stops. Set RAYSERVICE_IMPACT_FAIL_OPEN=true to let "
-          "syncs through when the check cannot run")
+    _note(f"failing closed (exit {EXIT_INTERNAL}): the sync stops. Set RAYSERVICE_IMPACT_FAIL_OPEN=true "
+          "to let syncs through when the check cannot run")
     write_termination_log(settings.termination_log, f"rayservice-impact could not check the sync: {message}")
     return EXIT_INTERNAL
 
@@ -97,7 +97,7 @@ def _targets(body: dict[str, Any]) -> tuple[dict[str, int], list[str], dict[str,
     """How many objects of each analysed kind the response holds, the live keys of those whose
     live state is read (RayServices, standalone RayClusters: :func:`diffing.live.live_key`), and
     their target objects (for node matching). A RayCluster that a RayService or RayJob owns is
-    the owner's (:func:`diffing.manifests.analysed_kind`)."""
+    the owner's (:func:`diffing.kube.manifests.analysed_kind`)."""
     counts: dict[str, int] = {}
     keys: list[str] = []
     targets: dict[str, dict[str, Any]] = {}
@@ -201,6 +201,41 @@ def run_presync(args: argparse.Namespace, kwargs: dict[str, Any]) -> int:
         timer.cancel()
 
 
+def _read_live(settings: Settings, kwargs: dict[str, Any], keys: list[str],
+               targets: dict[str, dict[str, Any]]) -> dict[str, diffing.LiveCluster] | None:
+    """The live basis of ``keys`` from the Kubernetes API, described on stderr; ``None`` (the
+    manifest basis) with no Kubernetes configuration. Raises :class:`UpstreamError` when the API
+    cannot be read."""
+    accelerators = tuple((kwargs.get("policy") or {}).get("accelerators") or ())
+    conn = connect(timeout=settings.kubernetes_timeout_seconds)
+    if conn is None:
+        _note("capacity basis: manifest (no in-cluster service account and no kubeconfig: "
+              "replicas come from the manifests and free accelerators are unknown)")
+        return None
+    try:
+        live = read_live_basis(
+            KubeReader(conn, timeout=settings.kubernetes_timeout_seconds), keys,
+            targets=targets, kuberay_version=kwargs["kuberay_version"],
+            accelerators=accelerators, headroom=kwargs.get("headroom"))
+    finally:
+        conn.api.close()
+    _note(f"capacity basis: live (Kubernetes API via {conn.source})")
+    for key, state in sorted(live.items()):
+        _note("  " + _describe(key, state))
+    return live
+
+
+def _hold_text(report: diffing.Report) -> str:
+    """The termination log of a hold: the summary, then each held object's reasons."""
+    held = [r for r in report.resources if r.decision == "hold"]
+    lines = [f"HOLD: {report.summary}"]
+    for r in held:  # the "strategy: ..." line is context, not a reason to hold
+        who = f"{r.namespace}/{r.name}" if r.kind == "RayService" else f"{r.kind} {r.namespace}/{r.name}"
+        lines.extend(f"{who}: {reason}" for reason in r.reasons
+                     if not reason.startswith("strategy: "))
+    return "\n".join(lines)
+
+
 def _run_presync(args: argparse.Namespace, kwargs: dict[str, Any], settings: Settings) -> int:
     app = (args.app or "").strip()
     if not app:
@@ -228,23 +263,8 @@ def _run_presync(args: argparse.Namespace, kwargs: dict[str, Any], settings: Set
     live = None
     advisory = False
     if keys and settings.live_basis == "auto":
-        accelerators = tuple((kwargs.get("policy") or {}).get("accelerators") or ())
         try:
-            conn = connect(timeout=settings.kubernetes_timeout_seconds)
-            if conn is None:
-                _note("capacity basis: manifest (no in-cluster service account and no kubeconfig: "
-                      "replicas come from the manifests and free accelerators are unknown)")
-            else:
-                try:
-                    live = read_live_basis(
-                        KubeReader(conn, timeout=settings.kubernetes_timeout_seconds), keys,
-                        targets=targets, kuberay_version=kwargs["kuberay_version"],
-                        accelerators=accelerators, headroom=kwargs.get("headroom"))
-                finally:
-                    conn.api.close()
-                _note(f"capacity basis: live (Kubernetes API via {conn.source})")
-                for key, state in sorted(live.items()):
-                    _note("  " + _describe(key, state))
+            live = _read_live(settings, kwargs, keys, targets)
         except UpstreamError as exc:
             code = _cannot_check(settings, str(exc))
             if code != EXIT_OK:
@@ -265,15 +285,9 @@ def _run_presync(args: argparse.Namespace, kwargs: dict[str, Any], settings: Set
     if advisory:
         return EXIT_OK
     if code == EXIT_HOLD:
-        held = [r for r in report.resources if r.decision == "hold"]
-        lines = [f"HOLD: {report.summary}"]
-        for r in held:  # the "strategy: ..." line is context, not a reason to hold
-            who = f"{r.namespace}/{r.name}" if r.kind == "RayService" else f"{r.kind} {r.namespace}/{r.name}"
-            lines.extend(f"{who}: {reason}" for reason in r.reasons
-                         if not reason.startswith("strategy: "))
-        write_termination_log(settings.termination_log, "\n".join(lines))
+        write_termination_log(settings.termination_log, _hold_text(report))
         _note(f"decision hold: exit {EXIT_HOLD}, the sync stops here. Change the manifests, free "
               "capacity, or sync again once it is there")
     else:
-        _note(f"decision {report.decision}: exit 0, the sync goes ahead")
+        _note(f"decision {report.decision}: exit {EXIT_OK}, the sync goes ahead")
     return code

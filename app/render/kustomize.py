@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 
 from diffing.errors import ManifestError
-from diffing.loading import load_value
-from diffing.scope import decode
+from diffing.kube.loading import load_value
+from diffing.kube.scope import decode
 
 from .process import RenderError, RenderLimits, decode_utf8, run_tool
 from .roots import DISCOVERY_LIMITS, KUSTOMIZATION_FILES, KustomizeOptions

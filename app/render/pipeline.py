@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import diffing
 from diffing import Finding, Source
-from diffing.scope import RAY_GROUP, decode, may_hold
+from diffing.kube.scope import RAY_GROUP, decode, may_hold
 
 from .kustomize import render_kustomize
 from .process import RenderError, RenderLimits
@@ -271,7 +271,7 @@ def _read(snap: Snapshot, rel: str, tool: str) -> bytes:
 
 def _render_plain_file(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
     """A plain manifest file as it is. Only a file that may hold a KubeRay object is passed on
-    (an exact test, :func:`diffing.scope.may_hold`: a broken file that cannot hold one is no
+    (an exact test, :func:`diffing.kube.scope.may_hold`: a broken file that cannot hold one is no
     error); the core then reads it with a parser, so the kinds in it decide, not its spelling.
     A file that cannot be decoded at all fails: kubectl and Argo CD refuse it, so it deploys
     nothing, which must never read as "its objects were deleted"."""

@@ -110,67 +110,13 @@ def run_tool(tool: str, argv: Sequence[str], *, cwd: str, limits: RenderLimits,
     """
     with tempfile.TemporaryDirectory(prefix="rsi-child-") as scratch:
         extra = {**memory_env(limits.memory_bytes), **(env or {})}
-        try:
-            proc = subprocess.Popen(
-                list(argv), cwd=cwd, env=child_env(scratch, extra), stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                close_fds=True, preexec_fn=child_setup(limits.memory_bytes))
-        except FileNotFoundError:
-            raise RenderError(tool, f"{argv[0]} is not installed") from None
-        except OSError as exc:
-            raise RenderError(tool, f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-        except subprocess.SubprocessError as exc:  # the limit or the priority could not be set
-            raise RenderError(tool, f"cannot start {argv[0]}: {exc}") from None
-        out = bytearray()
-        err = bytearray()
-        over = threading.Event()
-
-        def pump_out() -> None:
-            assert proc.stdout is not None
-            while chunk := proc.stdout.read(65536):
-                if len(out) + len(chunk) > limits.max_bytes:
-                    over.set()
-                    _kill(proc)
-                    return
-                out.extend(chunk)
-
-        def pump_err() -> None:
-            assert proc.stderr is not None
-            while chunk := proc.stderr.read(65536):
-                if len(err) < 256 * 1024:
-                    err.extend(chunk)
-
-        readers = [threading.Thread(target=pump_out, daemon=True),
-                   threading.Thread(target=pump_err, daemon=True)]
-        for t in readers:
-            t.start()
-        try:
-            assert proc.stdin is not None
-            if stdin:
-                proc.stdin.write(stdin)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        # A timer rather than wait(timeout=): CPython polls with sleeps for the latter, which
-        # costs up to 50 ms a render.
-        late = threading.Event()
-
-        def expire() -> None:
-            late.set()
-            _kill(proc)
-
-        timer = threading.Timer(limits.timeout_s, expire)
-        timer.start()
-        try:
-            code = proc.wait()
-        finally:
-            timer.cancel()
-        for t in readers:
-            t.join(timeout=5)
-        if late.is_set():
+        proc = _start(tool, argv, cwd=cwd, env=child_env(scratch, extra), memory_bytes=limits.memory_bytes)
+        run = _communicate(proc, stdin, limits)
+        if run.late:
             raise RenderError(tool, f"took longer than {limits.timeout_s:g} s and was stopped")
-        if over.is_set():
+        if run.over:
             raise RenderError(tool, f"printed more than {limits.max_bytes} bytes and was stopped")
+        code, err = run.code, run.err
         if code != 0 and limits.memory_bytes and _out_of_memory(err):
             raise RenderError(tool, f"needed more than its {limits.memory_bytes // MIB} MiB memory limit and "
                                     "was stopped")
@@ -179,7 +125,87 @@ def run_tool(tool: str, argv: Sequence[str], *, cwd: str, limits: RenderLimits,
             if code < 0:
                 message = f"killed by signal {-code}. {message}"
             raise RenderError(tool, message)
-        return bytes(out)
+        return bytes(run.out)
+
+
+def _start(tool: str, argv: Sequence[str], *, cwd: str, env: dict[str, str],
+           memory_bytes: int | None) -> subprocess.Popen[bytes]:
+    """The child, in its own session, under its limits; :class:`RenderError` when it cannot start."""
+    try:
+        return subprocess.Popen(
+            list(argv), cwd=cwd, env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            close_fds=True, preexec_fn=child_setup(memory_bytes))
+    except FileNotFoundError:
+        raise RenderError(tool, f"{argv[0]} is not installed") from None
+    except OSError as exc:
+        raise RenderError(tool, f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    except subprocess.SubprocessError as exc:  # the limit or the priority could not be set
+        raise RenderError(tool, f"cannot start {argv[0]}: {exc}") from None
+
+
+@dataclass(slots=True)
+class _Run:
+    """How a child ended: its exit code, its output and (capped) standard error, and whether it was
+    killed for its time (``late``) or its output (``over``)."""
+
+    code: int
+    out: bytearray
+    err: bytearray
+    late: bool
+    over: bool
+
+
+def _communicate(proc: subprocess.Popen[bytes], stdin: bytes | None, limits: RenderLimits) -> _Run:
+    """Feed ``stdin``, read both outputs as they come and wait, killing the child's process group
+    when its output passes ``limits.max_bytes`` or the run ``limits.timeout_s``."""
+    out = bytearray()
+    err = bytearray()
+    over = threading.Event()
+
+    def pump_out() -> None:
+        assert proc.stdout is not None
+        while chunk := proc.stdout.read(65536):
+            if len(out) + len(chunk) > limits.max_bytes:
+                over.set()
+                _kill(proc)
+                return
+            out.extend(chunk)
+
+    def pump_err() -> None:
+        assert proc.stderr is not None
+        while chunk := proc.stderr.read(65536):
+            if len(err) < 256 * 1024:
+                err.extend(chunk)
+
+    readers = [threading.Thread(target=pump_out, daemon=True),
+               threading.Thread(target=pump_err, daemon=True)]
+    for t in readers:
+        t.start()
+    try:
+        assert proc.stdin is not None
+        if stdin:
+            proc.stdin.write(stdin)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    # A timer rather than wait(timeout=): CPython polls with sleeps for the latter, which
+    # costs up to 50 ms a render.
+    late = threading.Event()
+
+    def expire() -> None:
+        late.set()
+        _kill(proc)
+
+    timer = threading.Timer(limits.timeout_s, expire)
+    timer.start()
+    try:
+        code = proc.wait()
+    finally:
+        timer.cancel()
+    for t in readers:
+        t.join(timeout=5)
+    return _Run(code, out, err, late.is_set(), over.is_set())
 
 
 def child_setup(memory_bytes: int | None) -> Callable[[], None]:

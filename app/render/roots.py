@@ -30,9 +30,9 @@ from typing import Any
 import yaml
 
 from diffing.errors import ManifestError
-from diffing.loading import Limits, load_documents
+from diffing.kube.loading import Limits, load_documents
+from diffing.kube.scope import ARGOCD_GROUP, api_group, decode, expand_lists, may_hold
 from diffing.policy import source_key
-from diffing.scope import ARGOCD_GROUP, api_group, decode, expand_lists, may_hold
 
 from .snapshot import Snapshot, walk_files
 
@@ -414,51 +414,9 @@ def _application_root(tree: _Tree, app: Mapping[str, Any], file: str, repo_url: 
             what = f"chart {src.get('chart')}" if src.get("chart") else f"path {src.get('path') or '.'}"
             external.append(f"{what} from {src.get('repoURL') or '?'}")
             continue
-        path = _norm("", str(src.get("path") or "."))
-        if path is None or not tree.isdir(path):
-            root.problem = f"source path {src.get('path')!r} is not a folder of this repository"
-            root.tool = "argocd"
-            continue
-        kind = _source_type(tree, src, path)
-        if kind == "plugin":
-            root.problem = "a config management plugin source: plugins are not run here"
-            root.tool = "argocd"
-            root.read_dirs.add(path)
-            continue
-        if kind == "kustomize":
-            opts = _kustomize_options(src.get("kustomize"))
-            root.sources.append(RenderSource("kustomize", path, kustomize=opts))
-            closure = _closure(tree, path, info)
-            root.read_dirs |= closure
-            root.read_dirs |= {d for c in opts.components if (d := _norm(path, c)) is not None}
-            if not root.problem and (outside := _outside_problem(tree, closure, info)):
-                root.problem, root.tool, root.unknown = outside, "kustomize", True
-        elif kind == "helm":
-            opts_h, problems = _helm_options(name, src.get("helm"), path, refs, dest_ns)
-            if problems:
-                root.problem, root.tool = "; ".join(problems), "helm"
-            root.sources.append(RenderSource("helm", path, helm=opts_h))
-            root.read_dirs.add(path)
-            root.read_files |= set(opts_h.value_files)
-        else:
-            d = src.get("directory") if isinstance(src.get("directory"), Mapping) else {}
-            opts_d = DirectoryOptions(bool(d.get("recurse")), str(d.get("include") or ""),
-                                      str(d.get("exclude") or ""))
-            root.sources.append(RenderSource("directory", path, directory=opts_d))
-            if opts_d.recurse:
-                root.read_dirs.add(path)
-            else:
-                root.read_files |= {f for f in tree.files if posixpath.dirname(f) == path}
+        _add_source(tree, root, src, name, refs, dest_ns, info)
     # $ref value files of external charts live here: a change to them changes what is deployed.
-    for src in sources:
-        if not ours(src) and src.get("chart"):
-            helm = src.get("helm") if isinstance(src.get("helm"), Mapping) else {}
-            for raw in helm.get("valueFiles") or []:
-                raw = str(raw)
-                if raw.startswith("$"):
-                    ref, _, rest = raw[1:].partition("/")
-                    if ref in refs and (target := _norm("", rest)) is not None:
-                        root.read_files.add(target)
+    root.read_files |= _ref_value_files([s for s in sources if not ours(s)], refs)
     if external:
         if not root.sources and root.read_files == {file}:
             root.elsewhere = "; ".join(external)  # a change to its file is a note, not a root
@@ -470,6 +428,63 @@ def _application_root(tree: _Tree, app: Mapping[str, Any], file: str, repo_url: 
             root.unknown = True
         root.tool = root.tool or "argocd"
     return root
+
+
+def _add_source(tree: _Tree, root: Root, src: Mapping[str, Any], app_name: str, refs: Mapping[str, str],
+                dest_ns: str | None, info: Mapping[str, _Kustomization]) -> None:
+    """One source of an Application that is in this repository, added to its ``root``: how it
+    renders and what it reads. One that cannot be rendered here sets ``root.problem``."""
+    path = _norm("", str(src.get("path") or "."))
+    if path is None or not tree.isdir(path):
+        root.problem = f"source path {src.get('path')!r} is not a folder of this repository"
+        root.tool = "argocd"
+        return
+    kind = _source_type(tree, src, path)
+    if kind == "plugin":
+        root.problem = "a config management plugin source: plugins are not run here"
+        root.tool = "argocd"
+        root.read_dirs.add(path)
+        return
+    if kind == "kustomize":
+        opts = _kustomize_options(src.get("kustomize"))
+        root.sources.append(RenderSource("kustomize", path, kustomize=opts))
+        closure = _closure(tree, path, info)
+        root.read_dirs |= closure
+        root.read_dirs |= {d for c in opts.components if (d := _norm(path, c)) is not None}
+        if not root.problem and (outside := _outside_problem(tree, closure, info)):
+            root.problem, root.tool, root.unknown = outside, "kustomize", True
+    elif kind == "helm":
+        opts_h, problems = _helm_options(app_name, src.get("helm"), path, refs, dest_ns)
+        if problems:
+            root.problem, root.tool = "; ".join(problems), "helm"
+        root.sources.append(RenderSource("helm", path, helm=opts_h))
+        root.read_dirs.add(path)
+        root.read_files |= set(opts_h.value_files)
+    else:
+        d = src.get("directory") if isinstance(src.get("directory"), Mapping) else {}
+        opts_d = DirectoryOptions(bool(d.get("recurse")), str(d.get("include") or ""),
+                                  str(d.get("exclude") or ""))
+        root.sources.append(RenderSource("directory", path, directory=opts_d))
+        if opts_d.recurse:
+            root.read_dirs.add(path)
+        else:
+            root.read_files |= {f for f in tree.files if posixpath.dirname(f) == path}
+
+
+def _ref_value_files(external: Iterable[Mapping[str, Any]], refs: Mapping[str, str]) -> set[str]:
+    """The files of this repository that the external chart sources among ``external`` take as
+    ``$ref/...`` value files (``refs``: the ref names of this repository's sources)."""
+    out: set[str] = set()
+    for src in external:
+        if src.get("chart"):
+            helm = src.get("helm") if isinstance(src.get("helm"), Mapping) else {}
+            for raw in helm.get("valueFiles") or []:
+                raw = str(raw)
+                if raw.startswith("$"):
+                    ref, _, rest = raw[1:].partition("/")
+                    if ref in refs and (target := _norm("", rest)) is not None:
+                        out.add(target)
+    return out
 
 
 def _applications(tree: _Tree, notes: list[Note]) -> Iterable[tuple[str, Mapping[str, Any], str]]:

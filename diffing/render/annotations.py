@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..report import HOLD, Change, Report, ResourceReport
+from diffing.report import HOLD, Change, Report, ResourceReport
 
 FAILURE, WARNING, NOTICE = "failure", "warning", "notice"
 LEVEL_OF_SEVERITY = {"error": FAILURE, "warning": WARNING, "info": NOTICE}

@@ -18,10 +18,10 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ..capacity import human
-from ..paths import format_path
-from ..quantity import Quantity, QuantityError
-from ..report import HOLD, IGNORE, Finding, Report, ResourceReport
+from diffing.kube.paths import format_path
+from diffing.kube.quantity import Quantity, QuantityError
+from diffing.kube.resources import human
+from diffing.report import HOLD, IGNORE, Finding, Report, ResourceReport
 
 ICON = {"approve": "🟢", "hold": "🔴", "ignore-differences": "🟡"}
 SEVERITY_ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}

@@ -84,7 +84,7 @@ def test_git_render_none_non_utf8_file_is_an_input_error(tmp_path: Path, capsys)
 
 @pytest.mark.parametrize("amount", ["1e200000", "9" * 5000, "1e4300", "1" + "0" * 30])
 def test_absurd_quantities_are_refused_not_computed(amount: str) -> None:
-    from diffing.quantity import Quantity, QuantityError
+    from diffing.kube.quantity import Quantity, QuantityError
 
     with pytest.raises(QuantityError):
         Quantity.parse(amount)
@@ -97,7 +97,7 @@ def test_absurd_quantities_are_refused_not_computed(amount: str) -> None:
 
 
 def test_binary_quantities_cap_at_int64_like_apimachinery() -> None:
-    from diffing.quantity import MAX_MAGNITUDE, Quantity
+    from diffing.kube.quantity import MAX_MAGNITUDE, Quantity
 
     assert Quantity.parse("16Ei").value == MAX_MAGNITUDE
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 import diffing
-from diffing import capacity as cap
+from diffing.kube import resources as cap
 from tests.builders import dump, edited, group, head_container, rcc, sample, worker_container
 
 NRS = "no-ray-serve-replica"  # head num-cpus 0; 2 workers (1..5), BaseService max_replicas_per_node 1

@@ -16,7 +16,7 @@ import pytest
 
 import diffing
 from diffing.engine import tables
-from diffing.schema import validate
+from diffing.kube.schema import validate
 from tests.builders import dump, edited, group, head_container, rcc, sample, sample_text, worker_container
 
 SCHEMAS, _ = tables((1, 7))
@@ -170,8 +170,8 @@ def test_list_map_keys_compare_as_json_values() -> None:
 def test_schema_memos_stay_the_size_of_the_schema_whatever_the_keys() -> None:
     # A long-lived service reads labels, resource names and rayStartParams keys without end:
     # the memos keep declared fields and a bounded number of other keys, one answer for the rest.
-    from diffing.kuberay import schema_data
-    from diffing.schema import SchemaSet
+    from diffing.kube.schema import SchemaSet
+    from diffing.versions import schema_data
 
     schemas = SchemaSet(schema_data((1, 7))[0])  # its own memos
     spec = schemas.child(schemas.root("v1"), "spec")

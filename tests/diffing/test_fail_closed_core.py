@@ -21,8 +21,8 @@ import yaml
 
 import diffing
 from diffing import Finding, Policy, PolicyError
-from diffing import capacity as cap
-from diffing.loading import MAX_INT, MIN_INT, load_value
+from diffing.kube import resources as cap
+from diffing.kube.loading import MAX_INT, MIN_INT, load_value
 from tests.builders import dump, edited, sample, set_images, worker_container
 
 ROOT = Path(__file__).resolve().parents[2]

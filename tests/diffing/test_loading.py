@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from diffing.errors import ManifestError
-from diffing.loading import Limits, load_documents, load_value
-from diffing.paths import Key
+from diffing.kube.loading import Limits, load_documents, load_value
+from diffing.kube.paths import Key
 
 
 def test_load_documents_keeps_index_and_lines() -> None:

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from diffing.engine import tables
-from diffing.kuberay import GATE_DEFAULTS, rules_for
-from diffing.validation import NOT_APPLICABLE, RULES, check_rayservice, rules_for_minor
+from diffing.rayservice.validation import NOT_APPLICABLE, RULES, check_rayservice, rules_for_minor
+from diffing.versions import GATE_DEFAULTS, rules_for
 
 GATES_17 = GATE_DEFAULTS[(1, 7)]
 CLUSTER_FUNCS = ("ValidateRayClusterSpec", "validateRayGroupResources", "validateRayGroupLabels",

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import diffing
-from diffing.paths import format_path
-from diffing.pods import RULES, pod_problems
+from diffing.kube.paths import format_path
+from diffing.kube.pods import RULES, pod_problems
 from tests.builders import dump, edited, rcc, sample, set_images, worker_container
 
 SD = "stable-diffusion"  # worker: limits nvidia.com/gpu 1, requests nvidia.com/gpu 1

@@ -128,9 +128,9 @@ def test_the_hash_walk_agrees_with_encoding_everything(
     """``same_encoding`` skips what is equal on both sides; the oracle encodes both whole
     ``rayClusterConfig``s the Go way, clears the muted fields and compares."""
     from diffing.engine import Engine
-    from diffing.gojson import drop_path, same_encoding
-    from diffing.kuberay import rules_for
+    from diffing.kube.gojson import drop_path, same_encoding
     from diffing.policy import Policy
+    from diffing.versions import rules_for
 
     _, before, after = case
     engine = Engine(rules_for("1.7.0"), Policy())

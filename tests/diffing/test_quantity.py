@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from diffing.quantity import QuantityError, canonical
+from diffing.kube.quantity import QuantityError, canonical
 
 EQUAL = [("1000m", "1"), ("0.5", "500m"), ("1000", "1k"), ("1G", "1000M"), ("2048Mi", "2Gi"),
          ("0.5Gi", "512Mi"), ("1.5Gi", "1536Mi"), (1, "1"), ("1.0", "1"), ("0Gi", "0"), ("1.5", "1500m")]

@@ -20,9 +20,9 @@ import yaml
 
 import diffing
 from diffing.engine import Engine, cluster_hash_equal, go_json, recreate_hash, recreate_hash_input
-from diffing.kuberay import rules_for
 from diffing.live import LiveCluster
 from diffing.policy import Policy
+from diffing.versions import rules_for
 
 BASE: dict[str, Any] = yaml.safe_load("""
 apiVersion: ray.io/v1

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 import diffing
-from diffing.jobchecks import cel_errors, check_rayjob
-from diffing.jobschema import job_schemas, job_spec_schema
+from diffing.rayjob.schema import job_schemas, job_spec_schema
+from diffing.rayjob.validation import cel_errors, check_rayjob
 from diffing.report import SEVERITY_ORDER, ResourceReport
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kuberay-rayjob"

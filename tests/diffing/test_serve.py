@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import yaml
 
-from diffing import serve
-from diffing.paths import format_path
+from diffing.kube.paths import format_path
+from diffing.rayservice import serve
 
 BASE = {"applications": [
     {"name": "a", "import_path": "m:a", "route_prefix": "/a", "deployments": [

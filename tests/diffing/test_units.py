@@ -6,13 +6,14 @@ from fractions import Fraction
 
 import pytest
 
-from diffing import capacity as cap
-from diffing.diff import Differ
 from diffing.engine import tables
-from diffing.gojson import ABSENT, OMIT, struct
-from diffing.kuberay import Category, rules_for
-from diffing.paths import Key, format_path
-from diffing.validation import validate_rayservice
+from diffing.kube import resources as cap
+from diffing.kube.diff import Differ
+from diffing.kube.gojson import ABSENT, OMIT, struct
+from diffing.kube.paths import Key, format_path
+from diffing.rayservice.rules import Category
+from diffing.rayservice.validation import validate_rayservice
+from diffing.versions import rules_for
 
 SCHEMAS, GO = tables((1, 7))
 RCC_SCH = SCHEMAS.child(SCHEMAS.child(SCHEMAS.root("v1"), "spec"), "rayClusterConfig")

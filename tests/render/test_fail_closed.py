@@ -28,7 +28,7 @@ from spellings import SPELLINGS
 
 import diffing
 from app.cli import main
-from diffing.scope import decode
+from diffing.kube.scope import decode
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE = (ROOT / "samples" / "gpu-image-bump" / "before.yaml").read_text()

@@ -1,0 +1,56 @@
+"""What the commands answer with: the exit codes, the usage error and the report formats.
+
+Shared by the command line (:mod:`app.cli`), the Argo CD hook (:mod:`app.hooks.argocd`), the
+GitHub Action (:mod:`app.github.action`) and the PR comment (:mod:`app.github.comment`,
+:mod:`app.github.post_comment`), which read the CLI's exit code back. CONTRACT.md "Exit codes":
+0 approve / ignore-differences, 3 hold, 2 invalid input or usage (the message names the file,
+document and line), 1 unexpected internal error. :mod:`app.cli` decides which one a run ends with.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import diffing
+
+EXIT_OK = 0           # approve or ignore-differences (and --help, --version)
+EXIT_INTERNAL = 1     # an unexpected internal error; argocd-presync failing closed
+EXIT_USAGE = 2        # invalid input or usage
+EXIT_HOLD = 3         # hold
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
+
+FORMATS = ("markdown", "json", "github", "sarif")
+
+
+class UsageError(Exception):
+    """Bad command-line usage; exit code 2 (:data:`EXIT_USAGE`)."""
+
+
+def package_version() -> str:
+    """The installed distribution's version (``--version``, the SARIF tool version)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rayservice-impact")
+    except PackageNotFoundError:
+        return "0 (not installed)"
+
+
+def format_report(report: diffing.Report, fmt: str | None, locate: Any = None) -> str:
+    """``report`` as ``--format`` ``fmt`` says (one of :data:`FORMATS`; ``None``: markdown on a
+    terminal, else json). ``locate`` places findings on lines for the github and sarif formats."""
+    if fmt is None:
+        fmt = "markdown" if sys.stdout.isatty() else "json"
+    if fmt == "json":
+        return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    if fmt in ("github", "sarif"):
+        from diffing.render.annotations import annotate, render_github, render_sarif
+
+        items = annotate(report, locate)
+        if fmt == "github":
+            return render_github(items)
+        sarif = render_sarif(report, items, version=package_version())
+        return json.dumps(sarif, indent=2, ensure_ascii=False) + "\n"
+    return diffing.render_markdown(report)

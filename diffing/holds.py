@@ -1,0 +1,111 @@
+"""What every kind shares when it decides: located findings, duplicates, headroom shortfalls,
+the texts of a created-while-deleted (rename) hold and the ways out every hold offers.
+
+A kind's own holds are in its ``analyze`` module; each builds on these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from diffing.kube import resources as cap
+from diffing.kube.manifests import Duplicate, Manifest
+from diffing.kube.paths import Path, format_path
+from diffing.kube.resources import is_extended, is_known_accelerator
+from diffing.live import LiveCluster
+from diffing.policy import Policy, parse_headroom
+from diffing.report import Finding
+
+
+def located(m: Manifest | None, severity: str, code: str, path: Path | str, message: str) -> Finding:
+    """A finding at ``path`` of ``m``, with the line it names in ``m``'s file (a path given as
+    text, e.g. ``Application llm-prod``, names no line)."""
+    if isinstance(path, str):
+        return Finding(severity, code, path, message)
+    return Finding(severity, code, format_path(path), message, m.line(path) if m is not None else None)
+
+
+
+
+def duplicate_findings(duplicates: Sequence[Duplicate]) -> list[Finding]:
+    """One ``duplicate-resource`` error per other source that produces the same object."""
+    return [Finding(
+        "error", "duplicate-resource", "metadata.name",
+        f"{dup.dropped} also produces {dup.key[0]} {dup.key[1]}/{dup.key[2]} (analysed here from "
+        f"{dup.kept}): two Argo CD Applications (or roots) would apply it in turn and undo each "
+        "other (Argo CD reports SharedResourceWarning); keep it in one") for dup in duplicates]
+
+
+def known_headroom(headroom: Mapping[str, Fraction] | None, live: LiveCluster | None
+                   ) -> Mapping[str, Fraction] | None:
+    """The live basis's headroom for this RayService wins over the caller's global one."""
+    if live is not None and live.headroom is not None:
+        return parse_headroom(live.headroom, measured=True)
+    return headroom
+
+
+def replacement_reason(kind: str, replacing: Sequence[str]) -> str:
+    """Why a created object's needs are extra when the change also deletes one (a rename, a
+    move): Argo CD applies the new object in the same sync and does not wait for the old one's
+    pods to go (its RayCluster and pods are deleted in the background after the prune); without
+    prune the old one stays. Both run at once, as the two clusters of a new-cluster rollout."""
+    return (f"created while {_listed(replacing)} {'is' if len(replacing) == 1 else 'are'} deleted: both "
+            f"run until the old one is pruned (Argo CD creates the new {kind} in the same sync and does not "
+            "wait for the old one's pods to go; without prune the old one stays), so what the new one "
+            "needs is extra capacity")
+
+
+def replacement_headline(replacing: Sequence[str], unknown: bool) -> str:
+    verb = "is" if len(replacing) == 1 else "are"
+    return (f"created while {_listed(replacing)} {verb} deleted: "
+            + ("no headroom is known" if unknown else "the known headroom does not cover both"))
+
+
+def _listed(names: Sequence[str], most: int = 2) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def shortfalls(policy: Policy, extra: Mapping[str, Any], known: Mapping[str, Fraction] | None
+               ) -> list[tuple[str, Fraction, Fraction]]:
+    """``(name, amount, free)`` for each accelerator, or resource with a policy threshold, of
+    ``extra`` (amounts or quantity strings) beyond the known headroom plus its threshold; an
+    unknown headroom has nothing free."""
+    out = []
+    for name, raw in extra.items():
+        if not policy.counts(name) and name not in policy.thresholds:
+            continue
+        amount = raw if isinstance(raw, Fraction) else cap.Quantity.parse(raw).value
+        free = (known or {}).get(name, Fraction(0))
+        if amount > free + policy.thresholds.get(name, Fraction(0)):
+            out.append((name, amount, free))
+    return out
+
+
+OVERRIDE = ("accept it on purpose: a maintainer comments `/rayservice-impact approve <reason>` on the "
+            "pull request (recorded in the comment), or the policy says `holdOnRecreate: never` / "
+            "`notApplied: warn`")
+
+
+def replacement_steps(gpus: Mapping[str, Any]) -> list[str]:
+    """The ways out of a hold on an object created while the change deletes another."""
+    need = ", ".join(f"{v} {k}" for k, v in gpus.items())
+    flags = " ".join(f"{k}={v}" for k, v in gpus.items())
+    return [f"make room for {need} while the old and the new object both run, and say so: `--headroom "
+            f"{flags}` (the Action's `headroom:` input) or the policy's `thresholds`",
+            "or split the change: delete the old object in one change and sync it (with prune), then add "
+            "the new one, so the two never run together (metadata.name cannot change in place)"]
+
+
+def unknown_device_steps(gpus: Mapping[str, Any], declared: Sequence[str]) -> list[str]:
+    """A hint for extended resources no accelerator family names: they count until the policy
+    says they are not scarce."""
+    unknown = [k for k in gpus if is_extended(k) and not is_known_accelerator(k) and k not in declared]
+    if not unknown:
+        return []
+    names = ", ".join(unknown)
+    return [f"{names} {'is an extended resource' if len(unknown) == 1 else 'are extended resources'} "
+            "(a device plugin's) and counted like a GPU; if it is not a scarce device, say so in the policy: "
+            f"`notAccelerators: [{names}]`"]
