@@ -16,7 +16,7 @@ capacity → findings → decision → ways out.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -213,6 +213,16 @@ class Analysis:
 
     def finding(self, severity: str, code: str, path: Path | str, message: str) -> Finding:
         return located(self.after or self.before, severity, code, path, message)
+
+    def schema_findings(self) -> Iterator[Finding]:
+        """What the API server says about the after side: the same words for every kind."""
+        for path, message in self.schema_errors:
+            yield self.finding("error", "schema-violation", path,
+                               f"the API server rejects this manifest: {message}")
+        for path in self.unknown:
+            yield self.finding("warning", "unknown-field", path,
+                               "the CRD has no such field: kubectl's strict validation rejects it and "
+                               "other clients see it silently pruned")
 
     def report(self) -> ResourceReport:
         assert self.capacity is not None
