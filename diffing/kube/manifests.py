@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diffing.errors import ManifestError
+from diffing.kinds import NAMES, ORDER
 from diffing.kube.loading import Document, Limits, load_documents
 from diffing.kube.paths import Path
 from diffing.kube.schema import SchemaSet
@@ -46,8 +47,8 @@ OPERATOR_FINALIZERS = ("ray.io/rayservice-finalizer", "ray.io/rayjob-finalizer",
                        "ray.io/gcs-ft-redis-cleanup-finalizer")
 
 # The kinds analysed, in the order a report lists them.
-KINDS = ("RayService", "RayCluster", "RayJob")
-KIND_ORDER = {kind: i for i, kind in enumerate(KINDS)}
+KINDS = NAMES  # the registry's list (diffing.kinds), in report order
+KIND_ORDER = ORDER
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,15 +16,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from diffing.kinds import BY_NAME
 from diffing.report import HOLD, Change, Report, ResourceReport
 
 FAILURE, WARNING, NOTICE = "failure", "warning", "notice"
 LEVEL_OF_SEVERITY = {"error": FAILURE, "warning": WARNING, "info": NOTICE}
-# Categories whose changes are what a hold is about, by rollout.
-_HOLDING = {
-    "new-cluster": ("cluster-recreate",), "incremental": ("cluster-recreate",),
-    "not-applied": ("cluster-recreate", "autoscaler-owned", "operator-ignored", "worker-group-appended"),
-}
+
+
+def holding(kind: str, rollout: str) -> tuple[str, ...]:
+    """The change categories a hold of ``rollout`` is about, as the kind declares them
+    (``Analysis.holding``); none for a kind the registry does not know."""
+    known = BY_NAME.get(kind)
+    return tuple(known.analysis.holding.get(rollout, ())) if known else ()
 
 Locate = Callable[[ResourceReport, Any], "tuple[str, int | None] | None"]
 
@@ -67,10 +70,10 @@ def _for_resource(r: ResourceReport, locate: Locate | None) -> Iterator[Annotati
     where = locate or _default_locate
     name = f"{r.namespace}/{r.name}"
     if r.decision == HOLD:
-        holding = _HOLDING.get(r.rollout, ())
+        about = holding(r.kind, r.rollout)
         why = r.headline or next((x for x in r.reasons if not x.startswith("strategy:")), r.rollout)
         for c in r.changes:
-            if c.category not in holding:
+            if c.category not in about:
                 continue
             spot = where(r, c)
             if spot is None:

@@ -83,3 +83,97 @@ def test_workflow_command_escaping() -> None:
 
     text = render_github([Annotation(FAILURE, "a,b:c.yaml", 3, "t: x", "50%\nnext", "r")])
     assert text == "::error file=a%2Cb%3Ac.yaml,line=3,title=t%3A x::50%25%0Anext\n"
+
+
+RAYCLUSTER = """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: trainer
+  namespace: ml
+spec:
+  rayVersion: "2.52.0"
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: rayproject/ray:2.52.0
+          resources:
+            limits: {cpu: "2", memory: 8Gi}
+  workerGroupSpecs:
+  - groupName: gpu
+    replicas: REPLICAS
+    minReplicas: 0
+    maxReplicas: 8
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-worker
+          image: rayproject/ray:2.52.0
+          resources:
+            limits: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "1"}
+"""
+
+RAYJOB = """\
+apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: nightly
+  namespace: ml
+spec:
+  entrypoint: python train.py
+  shutdownAfterJobFinishes: true
+  SUSPEND
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: rayproject/ray:2.52.0
+"""
+
+
+def _github(tmp_path: Path, before: str, after: str, capsys, *extra: str) -> tuple[int, list[str], Path]:
+    (tmp_path / "before.yaml").write_text(before)
+    (tmp_path / "after.yaml").write_text(after)
+    code = main(["analyze", str(tmp_path / "before.yaml"), str(tmp_path / "after.yaml"), "--format", "github",
+                 *extra])
+    return code, capsys.readouterr().out.splitlines(), tmp_path / "after.yaml"
+
+
+def _line_of(annotation: str) -> int:
+    return int(annotation.split("line=")[1].split(",")[0])
+
+
+def test_a_raycluster_scale_out_that_holds_for_gpus_points_at_the_replicas_line(tmp_path: Path, capsys) -> None:
+    """Before the kinds declared what their holds are about, only RayService holds had a failure
+    annotation: a RayCluster scale-out held for GPUs printed none."""
+    code, lines, after = _github(tmp_path, RAYCLUSTER.replace("REPLICAS", "1"),
+                                 RAYCLUSTER.replace("REPLICAS", "4"), capsys, "--headroom", "nvidia.com/gpu=1")
+    assert code == 3
+    failures = [x for x in lines if x.startswith("::error ")]
+    assert failures, lines
+    assert "hold (scale) ml/trainer" in failures[0]
+    assert after.read_text().splitlines()[_line_of(failures[0]) - 1].strip() == "replicas: 4"
+
+
+def test_a_raycluster_scale_out_within_headroom_has_no_failure_annotation(tmp_path: Path, capsys) -> None:
+    code, lines, _ = _github(tmp_path, RAYCLUSTER.replace("REPLICAS", "1"), RAYCLUSTER.replace("REPLICAS", "2"),
+                             capsys, "--headroom", "nvidia.com/gpu=4")
+    assert code == 0
+    assert not [x for x in lines if x.startswith("::error ")]
+
+
+def test_a_rayjob_suspend_hold_is_a_failure_at_the_suspend_line(tmp_path: Path, capsys) -> None:
+    """A RayJob's suspend hold used to surface only as a warning: now the suspend line fails."""
+    code, lines, after = _github(tmp_path, RAYJOB.replace("SUSPEND", "suspend: false"),
+                                 RAYJOB.replace("SUSPEND", "suspend: true"), capsys)
+    assert code == 3
+    failures = [x for x in lines if x.startswith("::error ")]
+    assert failures and "hold (suspend) ml/nightly" in failures[0]
+    assert after.read_text().splitlines()[_line_of(failures[0]) - 1].strip() == "suspend: true"
