@@ -23,7 +23,7 @@ def test_samples_cover_the_situations_users_meet() -> None:
         "gpu-image-bump", "serve-only", "replicas-autoscaling", "worker-group-appended",
         "tolerations-only", "strategy-none", "quantity-reformat", "incremental-upgrade",
         "raycluster-image-bump", "raycluster-image-bump-recreate", "raycluster-autoscaler-fight",
-        "raycluster-group-rename"}
+        "raycluster-group-rename", "rayjob-tpu-next-run"}
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=[p.name for p in PAIRS])
