@@ -13,7 +13,7 @@ For each RayService (key ``"namespace/name"``) :func:`read_live_basis` finds
 * the free accelerators where the new pods can land (:func:`accelerator_headroom`).
 
 For each standalone RayCluster (key ``"RayCluster/namespace/name"``, :func:`diffing.live.live_key`)
-it reads what raycluster-semantics.md §10 asks for: the running RayCluster's spec as served and
+it reads what docs/semantics/raycluster.md §10 asks for: the running RayCluster's spec as served and
 its live (autoscaled) worker replicas; from the cluster's pods (label ``ray.io/cluster``) the
 head pod's ``ray.io/upgrade-strategy-recreate-hash`` and ``ray.io/kuberay-version`` annotations
 and the worker pods per ``ray.io/group``, groups no longer in the spec included (orphans); and

@@ -1,6 +1,6 @@
 """Request and response models of the HTTP API: what /openapi.json and /docs show.
 
-The report models mirror ``diffing.Report.to_dict()`` (CONTRACT.md "The report"); the
+The report models mirror ``diffing.Report.to_dict()`` (docs/contract.md "The report"); the
 service sends the core's dict as is, and a test checks real answers against these models.
 Extra keys are allowed in responses, so a field the core adds does not break clients.
 """
@@ -11,19 +11,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from diffing import kinds, vocab
+from diffing.raycluster import rules as raycluster_rules
+from diffing.rayjob import rules as rayjob_rules
+from diffing.rayservice import rules as rayservice_rules
 from diffing.versions import DEFAULT
 
-Decision = Literal["approve", "hold", "ignore-differences"]
-Kind = Literal["RayService", "RayCluster", "RayJob"]  # diffing.kube.manifests.KINDS
-# RayService rollouts; then a standalone RayCluster's (recreate, scale, latent) and a RayJob's
-# (next-run) (CONTRACT "Standalone RayCluster and RayJob").
-Rollout = Literal["none", "serve-in-place", "cluster-in-place", "new-cluster", "incremental", "not-applied",
-                  "suspend", "resume", "create", "delete", "recreate", "scale", "latent", "next-run"]
-# RayService categories; then a standalone RayCluster's (diffing.raycluster.rules.ClusterCategory) and a
-# RayJob's (diffing.rayjob: next-run, applies-now, suspend; no-op and service-level as above).
-Category = Literal["serve-in-place", "autoscaler-owned", "operator-ignored", "service-level",
-                   "worker-group-appended", "cluster-recreate", "no-op", "scale", "latent", "recreate",
-                   "side-object", "next-run", "applies-now", "suspend"]
+# Derived from the core's vocabularies, so a rollout or category the core adds is in the schema.
+Decision = Literal[tuple(d.value for d in vocab.Decision)]  # type: ignore[valid-type]
+Kind = Literal[kinds.NAMES]  # type: ignore[valid-type]
+Rollout = Literal[tuple(r.value for r in vocab.Rollout)]  # type: ignore[valid-type]
+Category = Literal[tuple(dict.fromkeys(  # type: ignore[valid-type]
+    c.value for enum in (rayservice_rules.Category, raycluster_rules.ClusterCategory,
+                         rayjob_rules.JobCategory) for c in enum))]
 Amount = int | str
 
 

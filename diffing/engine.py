@@ -141,7 +141,7 @@ def envelope_differences(differ: Differ, b: Manifest, a: Manifest) -> list[Diffe
 
 # -- a standalone RayCluster -------------------------------------------------------------------
 # Its spec is the RayService's rayClusterConfig type (the two CRDs carry the same schema), so the
-# same tables serve both; only the hash's muted fields differ (raycluster-semantics.md §3.3).
+# same tables serve both; only the hash's muted fields differ (docs/semantics/raycluster.md §3.3).
 
 
 def cluster_schema(engine: Engine, api_version: str) -> Schema | None:

@@ -26,7 +26,7 @@ class LiveCluster:
     headroom: Mapping[str, Any] | None = None
     divergence: tuple[str, ...] = ()
 
-    # A standalone RayCluster (raycluster-semantics.md §10): what its pods say.
+    # A standalone RayCluster (docs/semantics/raycluster.md §10): what its pods say.
     head_hash: str | None = None  # the head pod's ray.io/upgrade-strategy-recreate-hash
     head_kuberay_version: str | None = None  # the head pod's ray.io/kuberay-version
     group_pods: Mapping[str, int] = field(default_factory=dict)  # worker pods per ray.io/group label

@@ -55,7 +55,7 @@ def _with_sidecar(rcs: Mapping[str, Any]) -> dict[str, Any]:
 def capacity_holds(engine: Engine, extra: Mapping[str, Fraction], known: Mapping[str, Fraction] | None,
                     replacing: bool = False) -> list[str]:
     """Accelerators (and resources with a policy threshold) the run needs beyond a known headroom.
-    Without a known headroom nothing is held, as for a new RayService (CONTRACT default policy),
+    Without a known headroom nothing is held, as for a new RayService (docs/contract.md default policy),
     unless the job is created while the change deletes another object (``replacing``, a
     rename): both run at once, and an unknown headroom covers nothing, as for a second cluster."""
     if known is None and not replacing:

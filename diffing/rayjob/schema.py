@@ -2,7 +2,7 @@
 
 Only v1.7.0's RayJob CRD is vendored (``scripts/crds/ray.io_rayjobs.v1.7.0.yaml``); it is used
 for every supported operator version. The RayJob validation that older operators run is the
-same (raycluster-semantics.md §8, "RayJob" row), but a v1.6 CRD lacks fields that 1.7 added,
+same (docs/semantics/raycluster.md §8, "RayJob" row), but a v1.6 CRD lacks fields that 1.7 added,
 so on 1.6 a new field would be pruned rather than kept: not modelled.
 """
 
