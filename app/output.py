@@ -4,7 +4,9 @@ Shared by the command line (:mod:`app.cli`), the Argo CD hook (:mod:`app.hooks.a
 GitHub Action (:mod:`app.github.action`) and the PR comment (:mod:`app.github.comment`,
 :mod:`app.github.post_comment`), which read the CLI's exit code back. CONTRACT.md "Exit codes":
 0 approve / ignore-differences, 3 hold, 2 invalid input or usage (the message names the file,
-document and line), 1 unexpected internal error. :mod:`app.cli` decides which one a run ends with.
+document and line), 1 unexpected internal error. The numbers are the core's
+(:class:`diffing.vocab.ExitCode`, which ``Report.exit_code`` uses too), as plain ints;
+:mod:`app.cli` decides which one a run ends with.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import sys
 from typing import Any
 
 import diffing
+from diffing.vocab import ExitCode
 
-EXIT_OK = 0           # approve or ignore-differences (and --help, --version)
-EXIT_INTERNAL = 1     # an unexpected internal error; argocd-presync failing closed
-EXIT_USAGE = 2        # invalid input or usage
-EXIT_HOLD = 3         # hold
-EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
+EXIT_OK = int(ExitCode.OK)              # approve or ignore-differences (and --help, --version)
+EXIT_INTERNAL = int(ExitCode.INTERNAL)  # an unexpected internal error; argocd-presync failing closed
+EXIT_USAGE = int(ExitCode.USAGE)        # invalid input or usage
+EXIT_HOLD = int(ExitCode.HOLD)          # hold
+EXIT_INTERRUPTED = 130                  # Ctrl-C (128 + SIGINT), as shells report it
 
 FORMATS = ("markdown", "json", "github", "sarif")
 

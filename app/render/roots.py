@@ -461,9 +461,9 @@ def _add_source(tree: _Tree, root: Root, src: Mapping[str, Any], app_name: str, 
         root.read_dirs.add(path)
         root.read_files |= set(opts_h.value_files)
     else:
-        d = src.get("directory") if isinstance(src.get("directory"), Mapping) else {}
-        opts_d = DirectoryOptions(bool(d.get("recurse")), str(d.get("include") or ""),
-                                  str(d.get("exclude") or ""))
+        spec = src.get("directory") if isinstance(src.get("directory"), Mapping) else {}
+        opts_d = DirectoryOptions(bool(spec.get("recurse")), str(spec.get("include") or ""),
+                                  str(spec.get("exclude") or ""))
         root.sources.append(RenderSource("directory", path, directory=opts_d))
         if opts_d.recurse:
             root.read_dirs.add(path)

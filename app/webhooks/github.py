@@ -149,7 +149,6 @@ class GitHubService:
             self.gh = GitHubClient(http, self.settings.github_api_url, None, retry=self.retry)
             self.argocd = argocd_renderer(self.settings)
             await self.dispatcher.start()
-            app.state.github = self
             try:
                 yield
             finally:

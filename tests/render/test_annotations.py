@@ -141,8 +141,8 @@ spec:
 def _github(tmp_path: Path, before: str, after: str, capsys, *extra: str) -> tuple[int, list[str], Path]:
     (tmp_path / "before.yaml").write_text(before)
     (tmp_path / "after.yaml").write_text(after)
-    code = main(["analyze", str(tmp_path / "before.yaml"), str(tmp_path / "after.yaml"), "--format", "github",
-                 *extra])
+    code = main(["analyze", str(tmp_path / "before.yaml"), str(tmp_path / "after.yaml"),
+                 "--format", "github", *extra])
     return code, capsys.readouterr().out.splitlines(), tmp_path / "after.yaml"
 
 
@@ -150,11 +150,12 @@ def _line_of(annotation: str) -> int:
     return int(annotation.split("line=")[1].split(",")[0])
 
 
-def test_a_raycluster_scale_out_that_holds_for_gpus_points_at_the_replicas_line(tmp_path: Path, capsys) -> None:
+def test_a_raycluster_scale_out_that_holds_for_gpus_points_at_its_replicas(tmp_path: Path, capsys) -> None:
     """Before the kinds declared what their holds are about, only RayService holds had a failure
     annotation: a RayCluster scale-out held for GPUs printed none."""
     code, lines, after = _github(tmp_path, RAYCLUSTER.replace("REPLICAS", "1"),
-                                 RAYCLUSTER.replace("REPLICAS", "4"), capsys, "--headroom", "nvidia.com/gpu=1")
+                                 RAYCLUSTER.replace("REPLICAS", "4"), capsys,
+                                 "--headroom", "nvidia.com/gpu=1")
     assert code == 3
     failures = [x for x in lines if x.startswith("::error ")]
     assert failures, lines
