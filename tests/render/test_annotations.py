@@ -164,8 +164,8 @@ def test_a_raycluster_scale_out_that_holds_for_gpus_points_at_its_replicas(tmp_p
 
 
 def test_a_raycluster_scale_out_within_headroom_has_no_failure_annotation(tmp_path: Path, capsys) -> None:
-    code, lines, _ = _github(tmp_path, RAYCLUSTER.replace("REPLICAS", "1"), RAYCLUSTER.replace("REPLICAS", "2"),
-                             capsys, "--headroom", "nvidia.com/gpu=4")
+    code, lines, _ = _github(tmp_path, RAYCLUSTER.replace("REPLICAS", "1"),
+                             RAYCLUSTER.replace("REPLICAS", "2"), capsys, "--headroom", "nvidia.com/gpu=4")
     assert code == 0
     assert not [x for x in lines if x.startswith("::error ")]
 
