@@ -1,177 +1,212 @@
 """A RayService's change through the stages (the pipeline is :mod:`diffing.pipeline`).
 
-The operator's decision procedure (semantics §1.4) is followed literally: validation first,
-then suspend, then the cluster hash (full, then "only groups appended"), then the upgrade
-strategy; serveConfigV2 and muted fields are judged only when the cluster is left alone.
+The operator's decision procedure (docs/semantics/rayservice.md §1.4) is followed literally:
+validation first, then suspend, then the cluster hash (full, then "only groups appended"), then
+the upgrade strategy; serveConfigV2 and muted fields are judged only when the cluster is left
+alone.
+
+The folder: :mod:`.rules` (the category of each field's change), :mod:`.serve` (serveConfigV2
+read and compared), :mod:`.rollout`, :mod:`.capacity` (and the holds on it), :mod:`.checks`,
+:mod:`.ways_out`, :mod:`.validation` (KubeRay's ``ValidateRayService*``) and :mod:`.live` (the
+running RayCluster). Citations are KubeRay v1.7.0, ``ray-operator/controllers/ray/``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from fractions import Fraction
+from collections.abc import Iterable
 from typing import Any
 
-from diffing.engine import RCC, Engine
-from diffing.holds import duplicate_findings
+from diffing.engine import RCC
+from diffing.holds import known_headroom, replacement_headline, replacement_reason
 from diffing.kube.gojson import ABSENT
-from diffing.kube.manifests import (
-    Duplicate,
-    Manifest,
-)
+from diffing.kube.manifests import Manifest
 from diffing.kube.paths import Path, schema_path
-from diffing.kube.schema import transition_errors, validate
+from diffing.kube.schema import Schema, SchemaSet
 from diffing.kube.values import dig, seq
-from diffing.live import LiveCluster
 from diffing.pipeline import Analysis, Target
-from diffing.rayservice import serve
-from diffing.rayservice.capacity import estimate_capacity
-from diffing.rayservice.checks import Context, collect_findings
-from diffing.rayservice.rollout import (
-    Pair,
-    decide,
-    ignore_differences_entry,
-    is_true,
-    lifecycle_rollout,
-    mark_appended,
-    predict_rollout,
-    rcc_of,
-    resolve_strategy,
-)
+from diffing.rayservice import rollout, serve
+from diffing.rayservice.capacity import capacity_holds, estimate_capacity, render
+from diffing.rayservice.checks import collect_findings
+from diffing.rayservice.rollout import is_true, mark_appended, rcc_of
 from diffing.rayservice.rules import Category
 from diffing.rayservice.validation import validate_rayservice
 from diffing.rayservice.ways_out import next_steps
-from diffing.report import APPROVE, HOLD, IGNORE, SEVERITY_ORDER, Change, ResourceReport
+from diffing.report import Capacity, Change, Finding
+from diffing.vocab import Decision, Rollout, Severity
 
-
-def analyze_pair(engine: Engine, key: tuple[str, str], before: Manifest | None,
-                 after: Manifest | None, *, headroom: Mapping[str, Fraction] | None,
-                 live: LiveCluster | None, argo_apps: list[Any],
-                 duplicates: Sequence[Duplicate] = (), replacing: Sequence[str] = ()) -> ResourceReport:
-    """One RayService's report. ``replacing`` names the objects the same change deletes
-    (:func:`replaced_by`): created next to them, the RayService's needs are extra capacity."""
-    rules, policy = engine.rules, engine.policy
-    main = after or before
-    assert main is not None
-    pair = Pair(key, before, after, [], set(), [], [])
-    b_def = engine.defaulted(before) if before else None
-    a_def = engine.defaulted(after) if after else None
-    schema_errors: list[tuple[Path, str]] = []
-    unknown: list[Path] = []
-    op_problems: list[tuple[str, Path, str]] = []
-    strategy_note = ""
-
-    # 1. changes ------------------------------------------------------------------------------
-    b_text = dig(before.obj, "spec").get("serveConfigV2", ABSENT) if before else ABSENT
-    a_text = dig(after.obj, "spec").get("serveConfigV2", ABSENT) if after else ABSENT
-    b_serve, a_serve = engine.serve_config(b_text), engine.serve_config(a_text)
-    full_equal = partial_equal = True
-    if before and after:
-        for d in engine.differences(before, after):
-            rule = rules.category_of(schema_path(d.path))
-            category = Category.NO_OP if d.noop else rule.category
-            pair.changes.append(Change(d.path, category.value, d.before, d.after, d.note,
-                                       after.line(d.path) or before.line(d.path)))
-        for s in serve.diff(b_serve, a_serve):
-            category = Category.NO_OP if s.noop else Category.SERVE_IN_PLACE
-            pair.changes.append(Change(s.path, category.value, s.before, s.after, s.detail,
-                                       after.line(("spec", "serveConfigV2"))))
-        full_equal, partial_equal = engine.hash_compare(before, after)
-        if not full_equal and partial_equal:
-            n = len(seq(rcc_of(before.obj).get("workerGroupSpecs")))
-            pair.changes = [mark_appended(c, n) for c in pair.changes]
-        if engine.before_is_live:
-            pair.changes = [c for c in pair.changes if c.category != Category.NO_OP.value]
-        pair.real = {Category(c.category) for c in pair.changes} - {Category.NO_OP}
-        if not full_equal and not (pair.real & {Category.CLUSTER_RECREATE,
-                                                Category.WORKER_GROUP_APPENDED}):
-            # The walk and the hash disagree only if a difference hides in a value that the
-            # walk judged as a whole; report the cluster spec itself so nothing is lost.
-            pair.changes.append(Change(RCC, Category.CLUSTER_RECREATE.value, None, None,
-                                       "the cluster hash input differs"))
-            pair.real.add(Category.CLUSTER_RECREATE)
-
-    # 2. validation of the new manifest ------------------------------------------------------
-    if after and a_def is not None and (before is None or pair.changes):
-        spec_sch = engine.spec_schema(after)
-        schema_errors = validate(engine.schemas, after.obj.get("spec"), spec_sch, ("spec",),
-                                 unknown=unknown)
-        if before is not None:
-            schema_errors += transition_errors(engine.schemas, before.obj.get("spec"),
-                                               after.obj.get("spec"), spec_sch, ("spec",))
-        if not schema_errors:  # the API server rejects first; the operator never sees the object
-            op_problems = validate_rayservice(a_def, rules, feature_gates=policy.feature_gates)
-
-    # 3. rollout ------------------------------------------------------------------------------
-    a_spec = dig(a_def, "spec")
-    b_spec = dig(b_def, "spec")
-    autoscaling = is_true(rcc_of(a_def or b_def).get("enableInTreeAutoscaling"))
-    if before is None:
-        action, rollout = "created", "create"
-        pair.reasons.append("the RayService is new: KubeRay builds its first RayCluster at full size")
-    elif after is None:
-        action, rollout = "deleted", "delete"
-        pair.reasons.append("the RayService is removed: its RayClusters and Services are deleted")
-    else:
-        action = "updated" if pair.changes else "unchanged"
-        rollout = predict_rollout(pair, engine, b_spec, a_spec, full_equal, partial_equal, autoscaling,
-                                  schema_errors, op_problems)
-        if rollout in ("new-cluster", "incremental", "not-applied") and not full_equal and not partial_equal:
-            strategy_note = resolve_strategy(a_spec, policy, rules)[1]
-    if after and before is None and (schema_errors or op_problems):
-        rollout = "not-applied"
-    rollout = lifecycle_rollout(pair, engine, rollout, b_def, a_def)
-
-    # 4. capacity -----------------------------------------------------------------------------
-    capacity = estimate_capacity(engine, rollout, b_def, a_def, pair, headroom, live, autoscaling,
-                                 (b_serve, a_serve))
-
-    # 5. findings -----------------------------------------------------------------------------
-    ctx = Context(engine=engine, before=before, after=after, b_def=b_def, a_def=a_def,
-                  b_serve=b_serve, a_serve=a_serve, changes=pair.changes, real=pair.real,
-                  rollout=rollout, autoscaling=autoscaling, schema_errors=schema_errors,
-                  op_problems=op_problems, live=live, argo_apps=argo_apps, capacity=capacity,
-                  unknown=unknown)
-    pair.findings.extend(collect_findings(ctx))
-    pair.findings.extend(duplicate_findings(duplicates))
-
-    # 6. decision -----------------------------------------------------------------------------
-    if action == "unchanged":
-        decision, headline = APPROVE, ""  # nothing is being applied, whatever the manifest says
-    else:
-        decision, headline = decide(pair, engine, rollout, capacity, headroom, live, replacing)
-    ignore: tuple[dict[str, Any], ...] = ()
-    if decision == IGNORE:
-        ignore = (ignore_differences_entry(key),)
-    if strategy_note:
-        pair.reasons.insert(0, f"strategy: {strategy_note}")
-    findings = tuple(sorted(pair.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 3)))
-    steps: tuple[str, ...] = ()
-    if decision == HOLD:
-        steps = next_steps(rollout=rollout, cause=pair.cause, strategy=strategy_note, changes=pair.changes,
-                           findings=findings, extra=capacity.extra, is_accelerator=policy.counts,
-                           replacing=bool(replacing), declared=policy.accelerators)
-    return ResourceReport(
-        api_version=main.api_version, namespace=key[0], name=key[1], action=action,
-        rollout=rollout, decision=decision, reasons=tuple(pair.reasons), changes=tuple(pair.changes),
-        capacity=capacity, findings=findings, ignore_differences=ignore,
-        source=main.where(), origin=main.source, strategy=strategy_note, headline=headline,
-        next_steps=steps,
-    )
-
-
+# What the operator can do about a RayService change (:mod:`.rollout`).
+ROLLOUTS = (Rollout.NONE, Rollout.CREATE, Rollout.DELETE, Rollout.NOT_APPLIED, Rollout.SUSPEND,
+            Rollout.RESUME, Rollout.SERVE_IN_PLACE, Rollout.CLUSTER_IN_PLACE, Rollout.NEW_CLUSTER,
+            Rollout.INCREMENTAL)
 
 
 class RayServiceAnalysis(Analysis):
+    """One RayService through the stages. Besides the pipeline's state: both sides' serveConfigV2
+    (``b_serve``/``a_serve``) and specs, the cluster hash's verdict (``full_equal``,
+    ``partial_equal``: only groups appended), ``autoscaling``, the categories that really
+    changed (``real``) and, for a change the operator will not apply, ``why_not_applied`` (the
+    summary line) and ``cause`` (schema | validation | suspended | strategy-none | bounds |
+    replicas | ignored: the key of its ways out)."""
+
     kind = "RayService"
     holding = {
         "new-cluster": ("cluster-recreate",), "incremental": ("cluster-recreate",),
         "not-applied": ("cluster-recreate", "autoscaler-owned", "operator-ignored", "worker-group-appended"),
     }
 
-    @classmethod
-    def run(cls, t: Target) -> ResourceReport:
-        return analyze_pair(t.engine, t.key, t.before, t.after, headroom=t.headroom, live=t.live,
-                            argo_apps=list(t.argo_apps), duplicates=t.duplicates, replacing=t.replacing)
+    def __init__(self, t: Target) -> None:
+        super().__init__(t)
+        self.headroom, self.live = t.headroom, t.live
+        self.argo_apps, self.replacing = t.argo_apps, t.replacing
+        b_text = dig(t.before.obj, "spec").get("serveConfigV2", ABSENT) if t.before else ABSENT
+        a_text = dig(t.after.obj, "spec").get("serveConfigV2", ABSENT) if t.after else ABSENT
+        self.b_serve, self.a_serve = self.engine.serve_config(b_text), self.engine.serve_config(a_text)
+        self.b_spec, self.a_spec = dig(self.b_def, "spec"), dig(self.a_def, "spec")
+        self.autoscaling = is_true(rcc_of(self.a_def or self.b_def).get("enableInTreeAutoscaling"))
+        self.full_equal = self.partial_equal = True
+        self.real: set[Category] = set()
+        self.why_not_applied = ""
+        self.cause = ""
+
+    def defaulted(self, m: Manifest) -> dict[str, Any]:
+        return self.engine.defaulted(m)
+
+    # 1. changes: the field walk, serveConfigV2's content, and the cluster hash
+    def diff(self) -> None:
+        before, after = self.before, self.after
+        if before is None or after is None:
+            return
+        for d in self.engine.differences(before, after):
+            category = Category.NO_OP if d.noop else self.rules.category_of(schema_path(d.path)).category
+            self.changes.append(Change(d.path, category.value, d.before, d.after, d.note,
+                                       after.line(d.path) or before.line(d.path)))
+        for s in serve.diff(self.b_serve, self.a_serve):
+            category = Category.NO_OP if s.noop else Category.SERVE_IN_PLACE
+            self.changes.append(Change(s.path, category.value, s.before, s.after, s.detail,
+                                       after.line(("spec", "serveConfigV2"))))
+        self.full_equal, self.partial_equal = self.engine.hash_compare(before, after)
+        if not self.full_equal and self.partial_equal:
+            n = len(seq(rcc_of(before.obj).get("workerGroupSpecs")))
+            self.changes = [mark_appended(c, n) for c in self.changes]
+        if self.engine.before_is_live:
+            self.changes = [c for c in self.changes if c.category != Category.NO_OP.value]
+        self.real = {Category(c.category) for c in self.changes} - {Category.NO_OP}
+        if not self.full_equal and not (self.real & {Category.CLUSTER_RECREATE,
+                                                     Category.WORKER_GROUP_APPENDED}):
+            # The walk and the hash disagree only if a difference hides in a value that the
+            # walk judged as a whole; report the cluster spec itself so nothing is lost.
+            self.changes.append(Change(RCC, Category.CLUSTER_RECREATE.value, None, None,
+                                       "the cluster hash input differs"))
+            self.real.add(Category.CLUSTER_RECREATE)
+
+    # 2. validation: the API server first; the operator never sees an object it rejects
+    def schemas(self) -> tuple[SchemaSet, Schema | None]:
+        assert self.after is not None
+        return self.engine.schemas, self.engine.spec_schema(self.after)
+
+    def operator_problems(self) -> list[tuple[str, Path, str]]:
+        assert self.a_def is not None
+        return validate_rayservice(self.a_def, self.rules, feature_gates=self.policy.feature_gates)
+
+    # 3. rollout
+    def created(self) -> None:
+        self.reasons.append(rollout.CREATED)
+
+    def deleted(self) -> None:
+        self.reasons.append(rollout.DELETED)
+
+    def updated(self) -> str:
+        return rollout.updated(self)
+
+    def settle(self) -> None:
+        rollout.settle(self)
+
+    # 4. capacity
+    def size(self) -> Capacity:
+        return estimate_capacity(self)
+
+    # 5. findings
+    def check(self) -> Iterable[Finding]:
+        return collect_findings(self)
+
+    # 6. decision
+    def decide(self) -> None:
+        hold: list[str] = []
+        headlines = (self._operator_holds(hold), self._capacity_holds(hold))
+        live = self.live
+        if live is not None and live.upgrade_in_progress and self.rollout in (Rollout.NEW_CLUSTER,
+                                                                              Rollout.INCREMENTAL):
+            self.reasons.append(f"an upgrade is already in flight (pending RayCluster "
+                                f"{live.pending_cluster}): this change supersedes it and the superseded "
+                                "cluster runs until its deletion delay ends")
+        if hold:
+            self.reasons.extend(hold)
+            self.decision = Decision.HOLD
+            self.headline = next((h for h in headlines if h), hold[0])
+        elif self.rollout == Rollout.NONE and self.real and self.real <= {Category.AUTOSCALER_OWNED}:
+            self.reasons.append("Git is fighting the autoscaler: ignore these fields in Argo CD instead of "
+                                "syncing them")
+            self.decision = Decision.IGNORE
+
+    def _operator_holds(self, hold: list[str]) -> str:
+        """Holds on what the operator does (suspend, errors, not applied); the first headline."""
+        headline = ""
+        errors = [f for f in self.findings if f.severity == Severity.ERROR]
+        if self.rollout == Rollout.SUSPEND:
+            hold.append("suspending stops serving: hold until someone confirms the outage is intended")
+            headline = "suspending stops serving"
+        if errors and self.policy.hold_on_errors:
+            hold.append(f"{len(errors)} error finding(s): {errors[0].message}")
+            headline = headline or f"{errors[0].code} at {errors[0].path}"
+        if self.rollout == Rollout.NOT_APPLIED:
+            if self.policy.not_applied == "hold":
+                hold.append("the operator will not apply what this change asks (see the reasons)")
+                headline = headline or self.why_not_applied or "the operator will not apply this change"
+            else:
+                self.reasons.append("policy notApplied=warn: not holding a change the operator will not "
+                                    "apply")
+        return headline
+
+    def _capacity_holds(self, hold: list[str]) -> str:
+        """Holds on the capacity a second cluster (or a renamed RayService next to the deleted
+        one) needs beyond the known headroom; their headline."""
+        assert self.capacity is not None
+        extra = self.capacity.extra
+        if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
+            known = known_headroom(self.headroom, self.live)
+            holds = capacity_holds(self.policy, extra, known)
+            hold.extend(holds)
+            if holds:
+                if known is None:
+                    return "no headroom is known"
+                return f"the known headroom ({render(known, self.policy, extra) or 'none'}) does not cover it"
+        if self.rollout == Rollout.CREATE and self.replacing and extra:
+            self.reasons.append(replacement_reason("RayService", self.replacing))
+            known = known_headroom(self.headroom, self.live)
+            holds = capacity_holds(self.policy, extra, known, who="the new RayService",
+                                   beside="the deleted one still runs")
+            hold.extend(holds)
+            if holds:
+                return replacement_headline(self.replacing, known is None)
+        return ""
+
+    # 7. ways out
+    def ways_out(self) -> tuple[str, ...]:
+        assert self.capacity is not None
+        policy = self.policy
+        return next_steps(rollout=self.rollout, cause=self.cause, strategy=self.strategy,
+                          changes=self.changes, findings=self.findings, extra=self.capacity.extra,
+                          is_accelerator=policy.counts, replacing=bool(self.replacing),
+                          declared=policy.accelerators)
+
+    def ignore_entry(self) -> dict[str, Any]:
+        return {
+            "group": "ray.io", "kind": "RayService", "name": self.key[1], "namespace": self.key[0],
+            "jqPathExpressions": [
+                ".spec.rayClusterConfig.workerGroupSpecs[]?.replicas",
+                ".spec.rayClusterConfig.workerGroupSpecs[]?.scaleStrategy",
+            ],
+        }
 
 
 ANALYSIS = RayServiceAnalysis

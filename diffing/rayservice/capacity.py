@@ -1,99 +1,173 @@
-"""The extra capacity a rollout needs while it runs (semantics §4.4, §5)."""
+"""The extra capacity a rollout needs while it runs (docs/semantics/rayservice.md §4.4, §5), and
+the holds on it: a new cluster next to the old one, or a renamed RayService next to the deleted
+one, needs what the known headroom may not cover."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from diffing.engine import Engine
-from diffing.holds import known_headroom
+from diffing.holds import known_headroom, shortfalls
 from diffing.kube import resources as cap
 from diffing.kube.values import dig, mapping, seq
 from diffing.live import LiveCluster
 from diffing.managed import external_manager
+from diffing.policy import Policy
 from diffing.rayservice import serve
-from diffing.rayservice.rollout import Pair, rcc_of
+from diffing.rayservice.rollout import rcc_of
 from diffing.report import Capacity
+from diffing.vocab import Rollout
+
+if TYPE_CHECKING:
+    from diffing.rayservice.analyze import RayServiceAnalysis
+
+Phases = list[tuple[str, cap.Amounts]]
 
 
-def estimate_capacity(engine: Engine, rollout: str, b_def: Mapping[str, Any] | None,
-                      a_def: Mapping[str, Any] | None, pair: Pair, headroom: Mapping[str, Fraction] | None,
-                      live: LiveCluster | None, autoscaling: bool,
-                      serves: tuple[serve.ServeConfig, serve.ServeConfig]) -> Capacity:
-    """Extra, peak and per-phase capacity of ``rollout``; basis ``live`` when the caller knows it."""
-    policy = engine.policy
+def estimate_capacity(a: RayServiceAnalysis) -> Capacity:
+    """Extra, peak and per-phase capacity of ``a.rollout``; basis ``live`` when the caller knows it."""
+    policy, live = a.policy, a.live
     init = policy.operator_env.get("ENABLE_INIT_CONTAINER_INJECTION", "true").lower() != "false"
     accel = policy.accelerators
     basis = "live" if live is not None and (live.active_cluster or live.worker_replicas) else "manifest"
-    # A RayService another controller manages has no RayCluster here; one created suspended
-    # gets none until it resumes (handleSuspend, rayservice_controller.go:383-464).
-    runs_before = b_def is not None and external_manager(b_def) is None
-    old = cap.cluster_shape(rcc_of(b_def), init_injection=init) if b_def and runs_before else None
-    new = cap.cluster_shape(rcc_of(a_def), init_injection=init) if a_def else None
-    suspended = dig(a_def, "spec").get("suspend") is True
-    if rollout == "create" and engine.rules.has_rayservice_suspend and suspended:
-        new = None
-    current: dict[str, int] = {}
-    if old is not None:
-        current = {g.name: g.replicas for g in old.groups}
-        if basis == "live" and live is not None:
-            current.update({k: v for k, v in live.worker_replicas.items() if k in current})
+    old, new = _shapes(a, init)
+    current = _running(old, basis, live)
     old_total = old.total(current) if old else {}
-    extra: cap.Amounts = {}
-    phases: list[tuple[str, cap.Amounts]] = []
-    if new is not None and rollout in ("create", "resume"):
-        extra = new.total()
-        phases = [("before", {}), ("after", extra)]
-    elif new is not None and rollout == "new-cluster":
-        reps = {}
-        for g in new.groups:
-            if autoscaling and basis == "live" and g.name in current:
-                reps[g.name] = cap.clamp(current[g.name], g.min_replicas, g.max_replicas)
-        extra = new.total(reps)
-        phases = [("before", old_total), ("both clusters", cap.add(old_total, extra)), ("after", extra)]
-    elif new is not None and rollout == "incremental":
-        opts = dig(a_def, "spec", "upgradeStrategy", "clusterUpgradeOptions")
-        surge = opts.get("maxSurgePercent", 100)
-        surge = surge if isinstance(surge, int) and 0 <= surge <= 100 else 100
-        reps = {g.name: cap.surge_replicas(g, current.get(g.name, g.replicas), surge) for g in new.groups}
-        extra = new.total(reps)
-        full = new.total({g.name: current.get(g.name, g.replicas) for g in new.groups})
-        phases = [("before", old_total), (f"first step (+{surge}%)", cap.add(old_total, extra)),
-                  ("after", full)]
-    elif new is not None and rollout == "cluster-in-place":
-        for g in new.groups:
-            if g.name not in current:
-                extra = cap.add(extra, g.resources())
-            elif g.replicas > current[g.name]:
-                extra = cap.add(extra, g.per_pod, (g.replicas - current[g.name]) * g.hosts)
-        phases = [("before", old_total), ("after", cap.add(old_total, extra))]
+    extra, phases = _during(a, new, old_total, current, basis)
     extra = cap.positive(extra)
-    peak = cap.add(old_total, extra) if extra and rollout not in ("create", "resume") else dict(extra)
-    known = known_headroom(headroom, live)
+    peak = cap.add(old_total, extra) if extra and a.rollout not in (Rollout.CREATE, Rollout.RESUME) \
+        else dict(extra)
+    known = known_headroom(a.headroom, live)
     serve_info = None
-    if b_def is not None or a_def is not None:
-        shape = new or (cap.cluster_shape(rcc_of(a_def), init_injection=init) if a_def else None)
-        serve_info = _serve_gpus(pair, shape, serves)
+    if a.b_def is not None or a.a_def is not None:
+        shape = new or (cap.cluster_shape(rcc_of(a.a_def), init_injection=init) if a.a_def else None)
+        serve_info = _serve_gpus(a, shape)
     units = {**(old.units if old else {}), **(new.units if new else {})}
     return Capacity(
         basis=basis,
         extra=cap.render_amounts(extra, accel, units=units),
         peak=cap.render_amounts(peak, accel, units=units) if extra else {},
         headroom=cap.render_amounts(known, accel, keep_zero=True, units=units) if known is not None else None,
-        phases=tuple((label, cap.render_amounts(a, accel, units=units)) for label, a in phases),
+        phases=tuple((label, cap.render_amounts(amounts, accel, units=units)) for label, amounts in phases),
         serve=serve_info,
     )
 
 
-def _serve_gpus(pair: Pair, new: cap.ClusterShape | None,
-                serves: tuple[serve.ServeConfig, serve.ServeConfig]) -> dict[str, Any] | None:
-    before, after = serve.gpu_demand(serves[0]), serve.gpu_demand(serves[1])
+def _shapes(a: RayServiceAnalysis, init: bool) -> tuple[cap.ClusterShape | None, cap.ClusterShape | None]:
+    """The running cluster and the one the after side asks for (``None``: none runs, none is built).
+
+    A RayService another controller manages has no RayCluster here; one created suspended
+    gets none until it resumes (handleSuspend, rayservice_controller.go:383-464).
+    """
+    runs_before = a.b_def is not None and external_manager(a.b_def) is None
+    old = cap.cluster_shape(rcc_of(a.b_def), init_injection=init) if a.b_def and runs_before else None
+    new = cap.cluster_shape(rcc_of(a.a_def), init_injection=init) if a.a_def else None
+    suspended = dig(a.a_def, "spec").get("suspend") is True
+    if a.rollout == Rollout.CREATE and a.rules.has_rayservice_suspend and suspended:
+        new = None
+    return old, new
+
+
+def _running(old: cap.ClusterShape | None, basis: str, live: LiveCluster | None) -> dict[str, int]:
+    """Worker replicas per group of the running cluster: the manifest's, or the live ones."""
+    current: dict[str, int] = {}
+    if old is not None:
+        current = {g.name: g.replicas for g in old.groups}
+        if basis == "live" and live is not None:
+            current.update({k: v for k, v in live.worker_replicas.items() if k in current})
+    return current
+
+
+def _during(a: RayServiceAnalysis, new: cap.ClusterShape | None, old_total: cap.Amounts,
+            current: Mapping[str, int], basis: str) -> tuple[cap.Amounts, Phases]:
+    """What the rollout adds to the running cluster, and its phases."""
+    if new is None:
+        return {}, []
+    if a.rollout in (Rollout.CREATE, Rollout.RESUME):
+        extra = new.total()
+        return extra, [("before", {}), ("after", extra)]
+    if a.rollout == Rollout.NEW_CLUSTER:
+        reps = {}
+        for g in new.groups:
+            if a.autoscaling and basis == "live" and g.name in current:
+                reps[g.name] = cap.clamp(current[g.name], g.min_replicas, g.max_replicas)
+        extra = new.total(reps)
+        return extra, [("before", old_total), ("both clusters", cap.add(old_total, extra)), ("after", extra)]
+    if a.rollout == Rollout.INCREMENTAL:
+        return _first_step(a, new, old_total, current)
+    if a.rollout == Rollout.CLUSTER_IN_PLACE:
+        extra = {}
+        for g in new.groups:
+            if g.name not in current:
+                extra = cap.add(extra, g.resources())
+            elif g.replicas > current[g.name]:
+                extra = cap.add(extra, g.per_pod, (g.replicas - current[g.name]) * g.hosts)
+        return extra, [("before", old_total), ("after", cap.add(old_total, extra))]
+    return {}, []
+
+
+def _first_step(a: RayServiceAnalysis, new: cap.ClusterShape, old_total: cap.Amounts,
+                current: Mapping[str, int]) -> tuple[cap.Amounts, Phases]:
+    """An incremental upgrade's first step: ``maxSurgePercent`` of each group next to the old cluster."""
+    opts = dig(a.a_def, "spec", "upgradeStrategy", "clusterUpgradeOptions")
+    surge = opts.get("maxSurgePercent", 100)
+    surge = surge if isinstance(surge, int) and 0 <= surge <= 100 else 100
+    reps = {g.name: cap.surge_replicas(g, current.get(g.name, g.replicas), surge) for g in new.groups}
+    extra = new.total(reps)
+    full = new.total({g.name: current.get(g.name, g.replicas) for g in new.groups})
+    return extra, [("before", old_total), (f"first step (+{surge}%)", cap.add(old_total, extra)),
+                   ("after", full)]
+
+
+def _serve_gpus(a: RayServiceAnalysis, new: cap.ClusterShape | None) -> dict[str, Any] | None:
+    before, after = serve.gpu_demand(a.b_serve), serve.gpu_demand(a.a_serve)
     if before.gpus == after.gpus == 0:
         return None
     out: dict[str, Any] = {"before": _num(before.gpus), "after": _num(after.gpus)}
     if new is not None:
-        out["ceiling"] = _num(float(logical_gpu_ceiling(pair.after.obj if pair.after else {}, new)))
+        out["ceiling"] = _num(float(logical_gpu_ceiling(a.after.obj if a.after else {}, new)))
+    return out
+
+
+# -- the holds on it ---------------------------------------------------------------------------------
+
+
+def capacity_holds(policy: Policy, extra: Mapping[str, Any], known: Mapping[str, Fraction] | None, *,
+                   who: str = "the rollout", beside: str = "the old cluster still runs") -> list[str]:
+    """One hold per accelerator (or resource with a threshold) of ``extra`` (rendered) that the
+    known headroom does not cover; the policy's ``holdOnRecreate`` overrides."""
+    if policy.hold_on_recreate == "never":
+        return []
+    if policy.hold_on_recreate == "always":
+        return ["policy holdOnRecreate=always: every cluster recreation is held"]
+    out = []
+    for name, _, free in shortfalls(policy, extra, known):
+        raw = extra[name]
+        covered = cap.render_amounts({name: free}, policy.accelerators, keep_zero=True,
+                                     units=_families({name: raw})).get(name, 0)
+        where = (f"the known headroom covers {cap.human(name, covered)}"
+                 if known is not None else "no headroom is known")
+        out.append(f"{who} needs {cap.human(name, raw)} extra {name}{cap.family_note(name)} while {beside}; "
+                   f"{where}"
+                   " (without room the new pods stay Pending and the rollout never finishes)")
+    return out
+
+
+def render(amounts: Mapping[str, Fraction], policy: Policy, like: Mapping[str, Any]) -> str:
+    """``amounts`` for people, each in the unit family of the same resource in ``like``."""
+    return ", ".join(f"{k}: {cap.human(k, v)}" for k, v in cap.render_amounts(
+        amounts, policy.accelerators, keep_zero=True, units=_families(like)).items())
+
+
+def _families(rendered: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for name, raw in rendered.items():
+        if isinstance(raw, str):
+            try:
+                out[name] = cap.Quantity.parse(raw).format
+            except cap.QuantityError:
+                continue
     return out
 
 

@@ -1,17 +1,17 @@
 """Hazards users hit with RayService changes, each a :class:`~diffing.report.Finding`.
 
-Every check reads the analysed pair (:class:`Context`) and returns findings; none of them
-changes the rollout. Codes are stable: scripts and policies may match on them.
+Every check reads the analysis (:class:`~diffing.rayservice.analyze.RayServiceAnalysis`, after
+its rollout and capacity) and yields findings; none of them changes the rollout. They run in
+the order they are declared. Codes are stable: scripts and policies may match on them.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from diffing.holds import located
+from diffing.engine import RCC
 from diffing.kube import resources as cap
 from diffing.kube.gojson import ABSENT
 from diffing.kube.paths import Key, Path, format_path
@@ -23,55 +23,32 @@ from diffing.rayservice.capacity import eligible_nodes, ray_nodes
 from diffing.rayservice.rollout import BOUNDS
 from diffing.rayservice.rules import Category
 from diffing.rayservice.validation import check_rayservice
-from diffing.report import Capacity, Change, Finding
+from diffing.report import Change, Finding
+from diffing.vocab import Rollout, Severity
 
 if TYPE_CHECKING:
-    from diffing.engine import Engine
-    from diffing.kube.manifests import Manifest
-    from diffing.live import LiveCluster
+    from diffing.rayservice.analyze import RayServiceAnalysis
 
-RCC: Path = ("spec", "rayClusterConfig")
 _TAG = re.compile(r":(?P<tag>[^/@:]+)$")
 _TAG_VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")  # 2.52.0-py311-gpu -> 2.52.0; 2.52 -> 2.52
 
 
-@dataclass(frozen=True)
-class Context:
-    engine: Engine
-    before: Manifest | None
-    after: Manifest | None
-    b_def: dict[str, Any] | None
-    a_def: dict[str, Any] | None
-    b_serve: serve.ServeConfig
-    a_serve: serve.ServeConfig
-    changes: list[Change]
-    real: set[Category]
-    rollout: str
-    autoscaling: bool
-    schema_errors: list[tuple[Path, str]]
-    op_problems: list[tuple[str, Path, str]]
-    live: LiveCluster | None
-    argo_apps: list[Any]
-    capacity: Capacity
-    unknown: list[Path]
-
-    def finding(self, severity: str, code: str, path: Path | str, message: str) -> Finding:
-        return located(self.after or self.before, severity, code, path, message)
-
-    def changed(self, *categories: Category) -> list[Change]:
-        wanted = {c.value for c in categories}
-        return [c for c in self.changes if c.category in wanted]
-
-    def groups(self, which: str = "after") -> Iterator[tuple[Path, Mapping[str, Any]]]:
-        obj = self.a_def if which == "after" else self.b_def
-        for i, g in enumerate(seq(dig(obj, "spec", "rayClusterConfig").get("workerGroupSpecs"))):
-            if isinstance(g, Mapping):
-                name = g.get("groupName")
-                seg: Any = Key("groupName", str(name)) if isinstance(name, (str, int)) and name else i
-                yield RCC + ("workerGroupSpecs", seg), g
+def changed(a: RayServiceAnalysis, *categories: Category) -> list[Change]:
+    wanted = {c.value for c in categories}
+    return [c for c in a.changes if c.category in wanted]
 
 
-Check = Callable[[Context], Iterator[Finding]]
+def groups(a: RayServiceAnalysis, which: str = "after") -> Iterator[tuple[Path, Mapping[str, Any]]]:
+    """The worker groups of one side (defaulted), each with its path (by ``groupName``)."""
+    obj = a.a_def if which == "after" else a.b_def
+    for i, g in enumerate(seq(dig(obj, "spec", "rayClusterConfig").get("workerGroupSpecs"))):
+        if isinstance(g, Mapping):
+            name = g.get("groupName")
+            seg: Any = Key("groupName", str(name)) if isinstance(name, (str, int)) and name else i
+            yield RCC + ("workerGroupSpecs", seg), g
+
+
+Check = Callable[["RayServiceAnalysis"], Iterator[Finding]]
 CHECKS: list[Check] = []
 
 
@@ -80,47 +57,41 @@ def check(fn: Check) -> Check:
     return fn
 
 
-def collect_findings(ctx: Context) -> list[Finding]:
+def collect_findings(a: RayServiceAnalysis) -> list[Finding]:
     out: list[Finding] = []
     for fn in CHECKS:
-        out.extend(fn(ctx))
+        out.extend(fn(a))
     return out
 
 
 @check
-def _schema(ctx: Context) -> Iterator[Finding]:
-    for path, message in ctx.schema_errors:
-        yield ctx.finding("error", "schema-violation", path,
-                          f"the API server rejects this manifest: {message}")
-    for path in ctx.unknown:
-        yield ctx.finding("warning", "unknown-field", path,
-                          "the CRD has no such field: kubectl's strict validation rejects it and "
-                          "other clients see it silently pruned")
+def _schema(a: RayServiceAnalysis) -> Iterator[Finding]:
+    yield from a.schema_findings()
 
 
 @check
-def _operator_validation(ctx: Context) -> Iterator[Finding]:
-    for code, path, message in ctx.op_problems:
-        yield ctx.finding("error", code, path,
-                          f"KubeRay rejects the RayService (ValidationFailed) and does nothing: {message}")
+def _operator_validation(a: RayServiceAnalysis) -> Iterator[Finding]:
+    for code, path, message in a.problems:
+        yield a.finding(Severity.ERROR, code, path,
+                        f"KubeRay rejects the RayService (ValidationFailed) and does nothing: {message}")
 
 
 @check
-def _api_version(ctx: Context) -> Iterator[Finding]:
-    if ctx.after is not None and ctx.after.api_version == "ray.io/v1alpha1":
-        yield ctx.finding("warning", "deprecated-api-version", ("apiVersion",),
-                          "ray.io/v1alpha1 is deprecated; move to ray.io/v1 (the stored object is the same)")
+def _api_version(a: RayServiceAnalysis) -> Iterator[Finding]:
+    if a.after is not None and a.after.api_version == "ray.io/v1alpha1":
+        yield a.finding(Severity.WARNING, "deprecated-api-version", ("apiVersion",),
+                        "ray.io/v1alpha1 is deprecated; move to ray.io/v1 (the stored object is the same)")
 
 
 @check
-def _replicas(ctx: Context) -> Iterator[Finding]:
+def _replicas(a: RayServiceAnalysis) -> Iterator[Finding]:
     # The manifest's own groups, indexed once (a lookup per group by name was quadratic in groups).
-    raw = seq(dig(ctx.after.obj, "spec", "rayClusterConfig").get("workerGroupSpecs")) if ctx.after else []
+    raw = seq(dig(a.after.obj, "spec", "rayClusterConfig").get("workerGroupSpecs")) if a.after else []
     by_name: dict[str, Any] = {}
     for item in raw:
         if isinstance(item, Mapping):
             by_name.setdefault(str(item.get("groupName")), item)  # the first, as a path lookup finds
-    for path, g in ctx.groups():
+    for path, g in groups(a):
         reps, lo, hi = g.get("replicas"), g.get("minReplicas", 0), g.get("maxReplicas", cap.MAX_INT32)
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (reps, lo, hi)):
             continue
@@ -129,57 +100,57 @@ def _replicas(ctx: Context) -> Iterator[Finding]:
             raw[seg] if isinstance(seg, int) and seg < len(raw) else None)
         explicit = isinstance(mapping(own).get("replicas"), int)
         if explicit and not lo <= reps <= hi:
-            yield ctx.finding("warning", "replicas-outside-bounds", path + ("replicas",),
-                              f"replicas {reps} is outside [{lo}, {hi}]: KubeRay silently runs "
-                              f"{min(max(reps, lo), hi)} pods")
-        if explicit and ctx.autoscaling:
-            yield ctx.finding("info", "replicas-with-autoscaling", path + ("replicas",),
-                              "replicas is set in Git while in-tree autoscaling is on: the autoscaler "
-                              "owns it, and a GitOps tool may keep resetting it")
+            yield a.finding(Severity.WARNING, "replicas-outside-bounds", path + ("replicas",),
+                            f"replicas {reps} is outside [{lo}, {hi}]: KubeRay silently runs "
+                            f"{min(max(reps, lo), hi)} pods")
+        if explicit and a.autoscaling:
+            yield a.finding(Severity.INFO, "replicas-with-autoscaling", path + ("replicas",),
+                            "replicas is set in Git while in-tree autoscaling is on: the autoscaler "
+                            "owns it, and a GitOps tool may keep resetting it")
 
 
 @check
-def _managed_by(ctx: Context) -> Iterator[Finding]:
+def _managed_by(a: RayServiceAnalysis) -> Iterator[Finding]:
     """``managedBy`` another controller: KubeRay skips the object (rayservice_controller.go:121-124)."""
-    after = external_manager(ctx.a_def) if ctx.after is not None else None
-    before = external_manager(ctx.b_def) if ctx.before is not None else None
+    after = external_manager(a.a_def) if a.after is not None else None
+    before = external_manager(a.b_def) if a.before is not None else None
     if after is not None:
         left = ("; the RayClusters KubeRay runs for it now stay as they are, no longer updated or cleaned "
-                "up by KubeRay" if ctx.before is not None and before is None else "")
-        yield ctx.finding("warning", "managed-by-other-controller", ("spec", "managedBy"),
-                          f"spec.managedBy is {after}: this KubeRay operator does not reconcile the "
-                          f"RayService at all (no validation, no RayCluster, no extra capacity here); "
-                          f"{after} carries out its changes{left}")
+                "up by KubeRay" if a.before is not None and before is None else "")
+        yield a.finding(Severity.WARNING, "managed-by-other-controller", ("spec", "managedBy"),
+                        f"spec.managedBy is {after}: this KubeRay operator does not reconcile the "
+                        f"RayService at all (no validation, no RayCluster, no extra capacity here); "
+                        f"{after} carries out its changes{left}")
     elif before is not None:
-        yield ctx.finding("info", "managed-by-other-controller", ("spec", "managedBy"),
-                          f"spec.managedBy was {before}" + (
-                              ": KubeRay takes the RayService over and builds its first RayCluster"
-                              if ctx.after is not None else ": KubeRay had nothing running for it here"))
+        yield a.finding(Severity.INFO, "managed-by-other-controller", ("spec", "managedBy"),
+                        f"spec.managedBy was {before}" + (
+                            ": KubeRay takes the RayService over and builds its first RayCluster"
+                            if a.after is not None else ": KubeRay had nothing running for it here"))
 
 
 @check
-def _created_suspended(ctx: Context) -> Iterator[Finding]:
-    if ctx.rollout == "create" and ctx.engine.rules.has_rayservice_suspend and \
-            dig(ctx.a_def, "spec").get("suspend") is True:
-        yield ctx.finding("info", "created-suspended", ("spec", "suspend"),
-                          "created with spec.suspend: true: KubeRay builds no RayCluster (no capacity now); "
-                          "turning it false later builds one at full size")
+def _created_suspended(a: RayServiceAnalysis) -> Iterator[Finding]:
+    if a.rollout == Rollout.CREATE and a.rules.has_rayservice_suspend and \
+            dig(a.a_def, "spec").get("suspend") is True:
+        yield a.finding(Severity.INFO, "created-suspended", ("spec", "suspend"),
+                        "created with spec.suspend: true: KubeRay builds no RayCluster (no capacity now); "
+                        "turning it false later builds one at full size")
 
 
 @check
-def _pods_rejected(ctx: Context) -> Iterator[Finding]:
-    """Templates whose pods the API server rejects (Pod validation, see :mod:`diffing.pods`)."""
-    if ctx.a_def is None:
+def _pods_rejected(a: RayServiceAnalysis) -> Iterator[Finding]:
+    """Templates whose pods the API server rejects (Pod validation, see :mod:`diffing.kube.pods`)."""
+    if a.a_def is None:
         return
-    problems = pod_problems(dig(ctx.a_def, "spec", "rayClusterConfig"), RCC)
+    problems = pod_problems(dig(a.a_def, "spec", "rayClusterConfig"), RCC)
     if not problems:
         return
     known = set()
-    if ctx.b_def is not None:
-        known = {(p.rule, p.path) for p in pod_problems(dig(ctx.b_def, "spec", "rayClusterConfig"), RCC)}
-    if ctx.rollout in ("new-cluster", "incremental"):
+    if a.b_def is not None:
+        known = {(p.rule, p.path) for p in pod_problems(dig(a.b_def, "spec", "rayClusterConfig"), RCC)}
+    if a.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
         effect = "the new RayCluster never becomes ready, so the rollout never finishes"
-    elif ctx.rollout in ("create", "resume"):
+    elif a.rollout in (Rollout.CREATE, Rollout.RESUME):
         effect = "the RayService never serves"
     else:
         effect = "every pod created from it later (a scale-up, the next recreation) fails"
@@ -191,124 +162,125 @@ def _pods_rejected(ctx: Context) -> Iterator[Finding]:
             what = (f"the API server rejects the pods KubeRay builds from this template: {p.message} "
                     f"(Kubernetes {p.rule.split('/')[0]}); they are never created")
         known_too = "" if new else "; the running manifest has the same problem"
-        yield ctx.finding("error" if new else "warning", "pod-rejected", p.path,
-                          f"{what} and {effect}{known_too}")
+        yield a.finding(Severity.ERROR if new else Severity.WARNING, "pod-rejected", p.path,
+                        f"{what} and {effect}{known_too}")
 
 
 @check
-def _serve_placement(ctx: Context) -> Iterator[Finding]:
+def _serve_placement(a: RayServiceAnalysis) -> Iterator[Finding]:
     """A deployment whose replicas ``max_replicas_per_node`` and the node count can never place."""
-    needs = [n for n in serve.replica_needs(ctx.a_serve) if n.per_node is not None]
-    if not needs or ctx.a_def is None:
+    needs = [n for n in serve.replica_needs(a.a_serve) if n.per_node is not None]
+    if not needs or a.a_def is None:
         return
-    nodes = ray_nodes(dig(ctx.a_def, "spec", "rayClusterConfig"), ctx.autoscaling)
-    where = "at maxReplicas" if ctx.autoscaling else "at the fixed replicas (autoscaling is off)"
+    nodes = ray_nodes(dig(a.a_def, "spec", "rayClusterConfig"), a.autoscaling)
+    where = "at maxReplicas" if a.autoscaling else "at the fixed replicas (autoscaling is off)"
     for need in needs:
         eligible = eligible_nodes(nodes, need.cpus, need.gpus)
         assert need.per_node is not None
         if eligible is not None and need.replicas > need.per_node * eligible:
-            yield ctx.finding("warning", "serve-replicas-unplaceable", need.path,
-                              f"{need.path[-1]!s} asks for up to {need.replicas} replicas but "
-                              f"max_replicas_per_node {need.per_node} on the {eligible} Ray node(s) that "
-                              f"can hold one {where} places at most {need.per_node * eligible}: "
-                              "the rest stay pending")
+            yield a.finding(Severity.WARNING, "serve-replicas-unplaceable", need.path,
+                            f"{need.path[-1]!s} asks for up to {need.replicas} replicas but "
+                            f"max_replicas_per_node {need.per_node} on the {eligible} Ray node(s) that "
+                            f"can hold one {where} places at most {need.per_node * eligible}: "
+                            "the rest stay pending")
 
 
 @check
-def _autoscaler_owned(ctx: Context) -> Iterator[Finding]:
-    owned = ctx.changed(Category.AUTOSCALER_OWNED)
-    if not owned or ctx.rollout in ("new-cluster", "incremental", "cluster-in-place", "create", "resume") \
-            or external_manager(ctx.a_def) is not None:
+def _autoscaler_owned(a: RayServiceAnalysis) -> Iterator[Finding]:
+    owned = changed(a, Category.AUTOSCALER_OWNED)
+    if not owned or a.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL, Rollout.CLUSTER_IN_PLACE,
+                                 Rollout.CREATE, Rollout.RESUME) \
+            or external_manager(a.a_def) is not None:
         return
     fields = sorted({format_path(c.path) for c in owned})
-    yield ctx.finding(
-        "warning", "autoscaler-owned-not-propagated", owned[0].path,
+    yield a.finding(
+        Severity.WARNING, "autoscaler-owned-not-propagated", owned[0].path,
         f"{', '.join(fields[:3])}{' …' if len(fields) > 3 else ''} will not reach the running "
         "RayCluster: KubeRay mutes them in its comparison and only copies them at the next cluster "
         "creation or in-place update (kuberay#2331, #4568)")
 
 
 @check
-def _append_resets(ctx: Context) -> Iterator[Finding]:
-    if ctx.rollout != "cluster-in-place" or not ctx.changed(Category.WORKER_GROUP_APPENDED):
+def _append_resets(a: RayServiceAnalysis) -> Iterator[Finding]:
+    if a.rollout != Rollout.CLUSTER_IN_PLACE or not changed(a, Category.WORKER_GROUP_APPENDED):
         return
-    yield ctx.finding(
-        "warning", "append-resets-replicas", RCC + ("workerGroupSpecs",),
+    yield a.finding(
+        Severity.WARNING, "append-resets-replicas", RCC + ("workerGroupSpecs",),
         "the in-place update rewrites every worker group's replicas/minReplicas/maxReplicas from the "
         "RayService, resetting what the autoscaler chose for the existing groups (kuberay#1769)")
 
 
 @check
-def _ignored_alongside(ctx: Context) -> Iterator[Finding]:
+def _ignored_alongside(a: RayServiceAnalysis) -> Iterator[Finding]:
     """A change that will not take effect although something else rolls out."""
-    if ctx.rollout not in ("serve-in-place", "none") or external_manager(ctx.a_def) is not None:
+    if a.rollout not in (Rollout.SERVE_IN_PLACE, Rollout.NONE) or external_manager(a.a_def) is not None:
         return  # a recreation or in-place update carries these fields along
-    ignored = ctx.changed(Category.OPERATOR_IGNORED)
-    if ctx.rollout == "serve-in-place":
+    ignored = changed(a, Category.OPERATOR_IGNORED)
+    if a.rollout == Rollout.SERVE_IN_PLACE:
         # minReplicas/maxReplicas never reach the running cluster, autoscaling or not.
-        ignored += [c for c in ctx.changed(Category.AUTOSCALER_OWNED)
-                    if not ctx.autoscaling or c.path[-1] in BOUNDS]
+        ignored += [c for c in changed(a, Category.AUTOSCALER_OWNED)
+                    if not a.autoscaling or c.path[-1] in BOUNDS]
     for c in ignored:
-        yield ctx.finding("warning", "not-applied", c.path,
-                          f"{format_path(c.path)} will not take effect now: KubeRay leaves it out of "
-                          "its comparison; it reaches a RayCluster only when one is recreated or "
-                          "updated in place")
+        yield a.finding(Severity.WARNING, "not-applied", c.path,
+                        f"{format_path(c.path)} will not take effect now: KubeRay leaves it out of "
+                        "its comparison; it reaches a RayCluster only when one is recreated or "
+                        "updated in place")
 
 
 @check
-def _cluster_upgrade_strategy(ctx: Context) -> Iterator[Finding]:
+def _cluster_upgrade_strategy(a: RayServiceAnalysis) -> Iterator[Finding]:
     """Rules the RayCluster controller enforces on the cluster built from the RayService."""
-    if ctx.a_def is None:
+    if a.a_def is None:
         return
-    rules = ctx.engine.rules
-    for v in check_rayservice(ctx.a_def, rules.minor, rules.gates(ctx.engine.policy.feature_gates),
+    rules = a.rules
+    for v in check_rayservice(a.a_def, rules.minor, rules.gates(a.policy.feature_gates),
                               scope="raycluster"):
-        yield ctx.finding("error", v.code, v.path, v.message)
+        yield a.finding(Severity.ERROR, v.code, v.path, v.message)
 
 
 @check
-def _serve_service(ctx: Context) -> Iterator[Finding]:
-    changed = [c for c in ctx.changes if c.path[:2] == ("spec", "serveService")
+def _serve_service(a: RayServiceAnalysis) -> Iterator[Finding]:
+    changed = [c for c in a.changes if c.path[:2] == ("spec", "serveService")
                and c.category != Category.NO_OP.value]
     if not changed:
         return
     meta = [c for c in changed if c.path[2:3] == ("metadata",)]
-    if meta and ctx.before is not None:
-        yield ctx.finding("warning", "serve-service-metadata-ignored", meta[0].path,
-                          "KubeRay never updates the labels/annotations of an existing serve Service; "
-                          "this takes effect only when the Service is recreated")
+    if meta and a.before is not None:
+        yield a.finding(Severity.WARNING, "serve-service-metadata-ignored", meta[0].path,
+                        "KubeRay never updates the labels/annotations of an existing serve Service; "
+                        "this takes effect only when the Service is recreated")
     spec_changes = [c for c in changed if c.path[2:3] != ("metadata",)]
-    if spec_changes and ctx.rollout not in ("new-cluster", "create", "resume"):
-        yield ctx.finding("warning", "serve-service-deferred", spec_changes[0].path,
-                          "the serve Service spec is only rewritten when traffic switches to another "
-                          "RayCluster: this change waits for the next cluster recreation")
+    if spec_changes and a.rollout not in (Rollout.NEW_CLUSTER, Rollout.CREATE, Rollout.RESUME):
+        yield a.finding(Severity.WARNING, "serve-service-deferred", spec_changes[0].path,
+                        "the serve Service spec is only rewritten when traffic switches to another "
+                        "RayCluster: this change waits for the next cluster recreation")
 
 
 @check
-def _incremental(ctx: Context) -> Iterator[Finding]:
-    if ctx.rollout != "incremental" or ctx.a_def is None:
+def _incremental(a: RayServiceAnalysis) -> Iterator[Finding]:
+    if a.rollout != Rollout.INCREMENTAL or a.a_def is None:
         return
-    opts = dig(ctx.a_def, "spec", "upgradeStrategy", "clusterUpgradeOptions")
+    opts = dig(a.a_def, "spec", "upgradeStrategy", "clusterUpgradeOptions")
     cls = opts.get("gatewayClassName", "?")
-    yield ctx.finding("info", "incremental-prerequisites", ("spec", "upgradeStrategy"),
-                      f"an incremental upgrade needs the Gateway API CRDs and a controller serving "
-                      f"GatewayClass {cls!r}; without them the upgrade stalls at 0 % with the old "
-                      "cluster serving")
+    yield a.finding(Severity.INFO, "incremental-prerequisites", ("spec", "upgradeStrategy"),
+                    f"an incremental upgrade needs the Gateway API CRDs and a controller serving "
+                    f"GatewayClass {cls!r}; without them the upgrade stalls at 0 % with the old "
+                    "cluster serving")
     if opts.get("stepSizePercent") == 0:
-        yield ctx.finding("error", "incremental-never-progresses",
-                          ("spec", "upgradeStrategy", "clusterUpgradeOptions", "stepSizePercent"),
-                          "stepSizePercent 0 passes validation but traffic never moves: the upgrade "
-                          "never completes")
+        yield a.finding(Severity.ERROR, "incremental-never-progresses",
+                        ("spec", "upgradeStrategy", "clusterUpgradeOptions", "stepSizePercent"),
+                        "stepSizePercent 0 passes validation but traffic never moves: the upgrade "
+                        "never completes")
 
 
 @check
-def _ray_version(ctx: Context) -> Iterator[Finding]:
-    rcc = dig(ctx.a_def, "spec", "rayClusterConfig")
+def _ray_version(a: RayServiceAnalysis) -> Iterator[Finding]:
+    rcc = dig(a.a_def, "spec", "rayClusterConfig")
     version = str(rcc.get("rayVersion") or "")
     if not version:
         return
     head = [("headGroupSpec",)]
-    for path, g in [(RCC + p, mapping(rcc.get(p[0]))) for p in head] + list(ctx.groups()):
+    for path, g in [(RCC + p, mapping(rcc.get(p[0]))) for p in head] + list(groups(a)):
         for c in seq(dig(g, "template", "spec").get("containers"))[:1]:
             image = str(mapping(c).get("image", ""))
             name = mapping(c).get("name")
@@ -320,91 +292,92 @@ def _ray_version(ctx: Context) -> Iterator[Finding]:
             tag_version = _TAG_VERSION.match(tag)
             if tag_version and not (version.startswith(tag_version.group(1))
                                     or tag_version.group(1).startswith(version)):
-                yield ctx.finding("warning", "ray-version-mismatch",
-                                  path + ("template", "spec", "containers", seg, "image"),
-                                  f"image tag {tag} does not match rayVersion {version}: the autoscaler "
-                                  "and KubeRay's feature checks use rayVersion")
+                yield a.finding(Severity.WARNING, "ray-version-mismatch",
+                                path + ("template", "spec", "containers", seg, "image"),
+                                f"image tag {tag} does not match rayVersion {version}: the autoscaler "
+                                "and KubeRay's feature checks use rayVersion")
                 return
 
 
 @check
-def _gpu_scheduling(ctx: Context) -> Iterator[Finding]:
-    if ctx.after is None:
+def _gpu_scheduling(a: RayServiceAnalysis) -> Iterator[Finding]:
+    if a.after is None:
         return
-    for path, g in ctx.groups():
+    for path, g in groups(a):
         spec = dig(g, "template", "spec")
         gpus = [k for c in seq(spec.get("containers")) for k in cap.container_resources(c)
-                if ctx.engine.policy.counts(k)]
+                if a.policy.counts(k)]
         if gpus and not spec.get("tolerations") and not spec.get("nodeSelector") and not spec.get("affinity"):
-            yield ctx.finding("info", "gpu-without-toleration", path + ("template", "spec"),
-                              f"pods request {gpus[0]} but have no toleration, nodeSelector or affinity: "
-                              "on tainted GPU nodes they stay Pending")
+            yield a.finding(Severity.INFO, "gpu-without-toleration", path + ("template", "spec"),
+                            f"pods request {gpus[0]} but have no toleration, nodeSelector or affinity: "
+                            "on tainted GPU nodes they stay Pending")
 
 
 @check
-def _serve_config(ctx: Context) -> Iterator[Finding]:
-    if ctx.a_serve.error:
-        yield ctx.finding("error", "serve-config-invalid", ("spec", "serveConfigV2"),
-                          f"serveConfigV2 cannot be read ({ctx.a_serve.error}); KubeRay accepts it but "
-                          "every submission to Ray Serve fails")
-    if ctx.after is not None and ctx.before is not None:
-        noop = [c for c in ctx.changes if c.path == serve.SERVE_PATH and c.category == Category.NO_OP.value]
+def _serve_config(a: RayServiceAnalysis) -> Iterator[Finding]:
+    if a.a_serve.error:
+        yield a.finding(Severity.ERROR, "serve-config-invalid", ("spec", "serveConfigV2"),
+                        f"serveConfigV2 cannot be read ({a.a_serve.error}); KubeRay accepts it but "
+                        "every submission to Ray Serve fails")
+    if a.after is not None and a.before is not None:
+        noop = [c for c in a.changes if c.path == serve.SERVE_PATH and c.category == Category.NO_OP.value]
         if noop:
-            yield ctx.finding("info", "serve-config-resubmitted", ("spec", "serveConfigV2"),
-                              "the serveConfigV2 text changed but not its content: KubeRay re-submits it "
-                              "and Ray Serve changes nothing")
-        for c in ctx.changes:
+            yield a.finding(Severity.INFO, "serve-config-resubmitted", ("spec", "serveConfigV2"),
+                            "the serveConfigV2 text changed but not its content: KubeRay re-submits it "
+                            "and Ray Serve changes nothing")
+        for c in a.changes:
             if c.detail == "not-applied-at-runtime":
-                yield ctx.finding("warning", "serve-option-not-applied", c.path,
-                                  f"Ray Serve does not apply {c.path[-1]} to a running instance; it takes "
-                                  "effect only on a new RayCluster")
-    info = ctx.capacity.serve
+                yield a.finding(Severity.WARNING, "serve-option-not-applied", c.path,
+                                f"Ray Serve does not apply {c.path[-1]} to a running instance; it takes "
+                                "effect only on a new RayCluster")
+    assert a.capacity is not None
+    info = a.capacity.serve
     if info and info.get("ceiling") is not None and info["ceiling"] >= 0 and info["after"] > info["ceiling"]:
-        yield ctx.finding("warning", "serve-gpu-demand-exceeds-supply", ("spec", "serveConfigV2"),
-                          f"Serve deployments ask for up to {info['after']} GPUs but the worker groups "
-                          f"can offer at most {info['ceiling']} at maxReplicas: replicas stay pending")
+        yield a.finding(Severity.WARNING, "serve-gpu-demand-exceeds-supply", ("spec", "serveConfigV2"),
+                        f"Serve deployments ask for up to {info['after']} GPUs but the worker groups "
+                        f"can offer at most {info['ceiling']} at maxReplicas: replicas stay pending")
 
 
 @check
-def _suspend(ctx: Context) -> Iterator[Finding]:
-    if ctx.rollout == "suspend":
-        yield ctx.finding("warning", "suspend-stops-serving", ("spec", "suspend"),
-                          "every RayCluster and Service of this RayService is deleted: serving stops "
-                          "until spec.suspend is false again, which builds a new cluster from scratch")
+def _suspend(a: RayServiceAnalysis) -> Iterator[Finding]:
+    if a.rollout == Rollout.SUSPEND:
+        yield a.finding(Severity.WARNING, "suspend-stops-serving", ("spec", "suspend"),
+                        "every RayCluster and Service of this RayService is deleted: serving stops "
+                        "until spec.suspend is false again, which builds a new cluster from scratch")
 
 
 @check
-def _latent(ctx: Context) -> Iterator[Finding]:
-    if ctx.rollout == "not-applied" and Category.CLUSTER_RECREATE in ctx.real and not ctx.schema_errors \
-            and not ctx.op_problems:
-        yield ctx.finding("info", "latent-cluster-change", RCC,
-                          "the RayService now differs from its running RayCluster; the difference is "
-                          "applied later by surprise: at the next operator upgrade (in place), a strategy "
-                          "switch, or a cluster recreation")
-        if Category.SERVE_IN_PLACE in ctx.real:
-            yield ctx.finding("info", "serve-applied-anyway", ("spec", "serveConfigV2"),
-                              "the serveConfigV2 part of this change is still applied to the running cluster")
+def _latent(a: RayServiceAnalysis) -> Iterator[Finding]:
+    if a.rollout == Rollout.NOT_APPLIED and Category.CLUSTER_RECREATE in a.real and not a.schema_errors \
+            and not a.problems:
+        yield a.finding(Severity.INFO, "latent-cluster-change", RCC,
+                        "the RayService now differs from its running RayCluster; the difference is "
+                        "applied later by surprise: at the next operator upgrade (in place), a strategy "
+                        "switch, or a cluster recreation")
+        if Category.SERVE_IN_PLACE in a.real:
+            yield a.finding(Severity.INFO, "serve-applied-anyway", ("spec", "serveConfigV2"),
+                            "the serveConfigV2 part of this change is still applied to the running cluster")
 
 
 @check
-def _live(ctx: Context) -> Iterator[Finding]:
-    live = ctx.live
+def _live(a: RayServiceAnalysis) -> Iterator[Finding]:
+    live = a.live
     if live is None:
         return
     for path in live.divergence[:5]:
-        yield ctx.finding("warning", "latent-divergence", path,
-                          f"the running RayCluster {live.active_cluster or ''} differs from the live "
-                          "RayService here: an earlier change was never applied and will ride along "
-                          "with the next recreation")
+        yield a.finding(Severity.WARNING, "latent-divergence", path,
+                        f"the running RayCluster {live.active_cluster or ''} differs from the live "
+                        "RayService here: an earlier change was never applied and will ride along "
+                        "with the next recreation")
     if live.upgrade_in_progress:
-        yield ctx.finding("warning", "upgrade-in-progress", ("status", "pendingServiceStatus"),
-                          f"RayCluster {live.pending_cluster} is still being prepared; a new cluster "
-                          "change replaces it and both keep running until the deletion delay ends")
+        yield a.finding(Severity.WARNING, "upgrade-in-progress", ("status", "pendingServiceStatus"),
+                        f"RayCluster {live.pending_cluster} is still being prepared; a new cluster "
+                        "change replaces it and both keep running until the deletion delay ends")
 
 
 @check
-def _argo(ctx: Context) -> Iterator[Finding]:
-    for app in ctx.argo_apps:
+def _argo(a: RayServiceAnalysis) -> Iterator[Finding]:
+    for app in a.argo_apps:
         spec = dig(app, "spec")
         options = seq(dig(spec, "syncPolicy").get("syncOptions"))
         if "RespectIgnoreDifferences=true" not in options:
@@ -414,8 +387,8 @@ def _argo(ctx: Context) -> Iterator[Finding]:
         paths = [p for r in rules for p in seq(r.get("jqPathExpressions")) + seq(r.get("jsonPointers"))]
         if any("workerGroupSpecs" in str(p) for p in paths):
             name = dig(app, "metadata").get("name", "?")
-            yield ctx.finding(
-                "warning", "respect-ignore-differences-atomic", f"Application {name}",
+            yield a.finding(
+                Severity.WARNING, "respect-ignore-differences-atomic", f"Application {name}",
                 "RespectIgnoreDifferences=true with an ignore rule inside workerGroupSpecs copies the "
                 "whole live workerGroupSpecs list into every sync (the CRD list is atomic): Git edits "
                 "to worker groups are silently not applied (argo-cd#27480)")

@@ -14,6 +14,7 @@ from typing import Any
 from diffing.holds import OVERRIDE, replacement_steps, unknown_device_steps
 from diffing.rayservice.rules import Category
 from diffing.report import Change, Finding
+from diffing.vocab import Rollout, Severity
 
 _NOT_APPLIED = {
     "schema": "fix the manifest where the API server rejects it (the error finding names the field); "
@@ -52,21 +53,21 @@ def next_steps(*, rollout: str, cause: str, strategy: str, changes: Sequence[Cha
     ``declared``: the policy's own ``accelerators`` (no hint to exclude those).
     """
     steps: list[str] = []
-    if any(f.severity == "error" for f in findings):
+    if any(f.severity == Severity.ERROR for f in findings):
         steps.append("fix the error findings below: they hold whatever else the change does")
-    if rollout == "not-applied" and cause in _NOT_APPLIED:
+    if rollout == Rollout.NOT_APPLIED and cause in _NOT_APPLIED:
         steps.append(_NOT_APPLIED[cause])
-    if rollout == "suspend":
+    if rollout == Rollout.SUSPEND:
         steps.append("confirm the outage is intended: suspending deletes every RayCluster of this "
                      "RayService")
     gpus = {k: v for k, v in extra.items() if is_accelerator(k) and isinstance(v, int) and v > 0}
-    if rollout in ("new-cluster", "incremental") and gpus:
+    if rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL) and gpus:
         need = ", ".join(f"{v} {k}" for k, v in gpus.items())
         flags = " ".join(f"{k}={v}" for k, v in gpus.items())
         steps.append(f"make room for {need} while both clusters run, and say so: `--headroom {flags}` (the "
                      "Action's `headroom:` input), the service's live basis (it reads the free GPUs), or "
                      "the policy's `thresholds`")
-        if rollout == "new-cluster" and "NewClusterWithIncrementalUpgrade" not in strategy:
+        if rollout == Rollout.NEW_CLUSTER and "NewClusterWithIncrementalUpgrade" not in strategy:
             steps.append("roll out with less: `upgradeStrategy.type: NewClusterWithIncrementalUpgrade` moves "
                          "capacity step by step (only `maxSurgePercent` of the cluster extra at a time); it "
                          "needs the RayServiceIncrementalUpgrade feature gate, in-tree autoscaling and a "
@@ -74,10 +75,8 @@ def next_steps(*, rollout: str, cause: str, strategy: str, changes: Sequence[Cha
         if _serve_could_carry(changes):
             steps.append("if these are settings of your Serve apps, move them to `serveConfigV2` "
                          "(`runtime_env.env_vars`): Serve applies them in place, no new cluster")
-    if rollout == "create" and replacing and gpus:
+    if rollout == Rollout.CREATE and replacing and gpus:
         steps.extend(replacement_steps(gpus))
     steps.extend(unknown_device_steps(gpus, declared))
     steps.append(OVERRIDE)
     return tuple(steps)
-
-
