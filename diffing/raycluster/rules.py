@@ -11,7 +11,7 @@ from enum import StrEnum
 
 
 class ClusterCategory(StrEnum):
-    """What a standalone RayCluster change is (CONTRACT "Standalone RayCluster and RayJob")."""
+    """What a standalone RayCluster change is (docs/semantics/raycluster.md §3, §9)."""
 
     AUTOSCALER_OWNED = "autoscaler-owned"
     OPERATOR_IGNORED = "operator-ignored"
@@ -27,7 +27,7 @@ class ClusterRule:
     """A standalone RayCluster's change under ``pattern`` (a schema path from the object root).
 
     ``category`` is what it is under the default strategy; ``hashed`` says the Recreate hash
-    covers it (raycluster-semantics.md §3.3), which makes it ``recreate`` under
+    covers it (docs/semantics/raycluster.md §3.3), which makes it ``recreate`` under
     ``upgradeStrategy.type: Recreate``; ``autoscaled`` replaces the category when in-tree
     autoscaling is on; ``unapplied`` marks a change the operator never carries out.
     """

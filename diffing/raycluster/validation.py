@@ -172,7 +172,7 @@ def validate_raycluster(obj: Mapping[str, Any], rules: VersionRules | None = Non
                         feature_gates: Mapping[str, bool] | None = None) -> list[Problem]:
     """Problems that freeze a standalone RayCluster (``obj`` pruned and defaulted): the
     operator emits an ``InvalidRayClusterSpec`` event and reconciles nothing, not even failed
-    pods (RCC:172-177; raycluster-semantics.md §1.2 "frozen")."""
+    pods (RCC:172-177; docs/semantics/raycluster.md §1.2 "frozen")."""
     if rules is None:
         rules = rules_for(DEFAULT)
     return [(v.code, v.path, v.message)
