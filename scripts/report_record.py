@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 from collections import defaultdict
 from typing import Any
@@ -25,6 +26,10 @@ def digest(report: Any) -> dict[str, str]:
     from diffing.render.annotations import annotate, render_github, render_sarif
 
     def h(text: str) -> str:
+        # Temporary directories and the checkout's own path differ between runs, not reports.
+        text = re.sub(r"/tmp/pytest-of-[^/]+/pytest-\d+/", "<tmp>/", text)
+        text = re.sub(r"(/tmp/(base|final)|/work/main)(?=/)", "<repo>", text)
+        text = re.sub(r"/tmp/tmp[\w-]+", "<tmpdir>", text)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     items = annotate(report)
