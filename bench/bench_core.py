@@ -256,15 +256,16 @@ def peak_memory(fn: Callable[[], Any]) -> int:
 # --- cProfile shares --------------------------------------------------------------------------
 
 STAGES: list[tuple[str, list[tuple[str, str]]]] = [
-    ("manifests.collect_all", [("manifests.py", "collect_all")]),
-    ("serve.parse", [("serve.py", "parse")]),
+    ("manifests.collect_all", [("kube/manifests.py", "collect_all")]),
+    ("serve.parse", [("rayservice/serve.py", "parse")]),
     ("Engine.defaulted", [("engine.py", "defaulted")]),
     ("Engine.hash_compare + differences", [("engine.py", "hash_compare"), ("engine.py", "differences")]),
-    ("schema.validate + validate_rayservice", [("schema.py", "validate"),
-                                               ("validation.py", "validate_rayservice")]),
-    ("sizing.estimate_capacity", [("sizing.py", "estimate_capacity")]),
-    ("findings.collect_findings", [("findings.py", "collect_findings")]),
+    ("schema.validate + validate_rayservice", [("kube/schema.py", "validate"),
+                                               ("rayservice/validation.py", "validate_rayservice")]),
+    ("capacity.estimate_capacity", [("rayservice/capacity.py", "estimate_capacity")]),
+    ("checks.collect_findings", [("rayservice/checks.py", "collect_findings")]),
 ]
+# Files are named by their path under diffing/ (several kinds have a capacity.py).
 
 
 def stage_shares(before: str, after: str) -> tuple[dict[str, float | None], int]:
@@ -281,9 +282,9 @@ def stage_shares(before: str, after: str) -> tuple[dict[str, float | None], int]
     cum: dict[tuple[str, str], float] = {}
     for (filename, _line, func), (_cc, _nc, _tt, ct, _callers) in stats.items():
         if pkg in filename:
-            key = (Path(filename).name, func)
+            key = (filename.rsplit(pkg, 1)[1].replace(os.sep, "/"), func)
             cum[key] = cum.get(key, 0.0) + ct
-    total = cum.get(("analysis.py", "analyze"))
+    total = cum.get(("pipeline.py", "analyze"))
     shares: dict[str, float | None] = {}
     for label, parts in STAGES:
         found = [cum[p] for p in parts if p in cum]

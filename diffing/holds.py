@@ -17,6 +17,7 @@ from diffing.kube.resources import is_extended, is_known_accelerator
 from diffing.live import LiveCluster
 from diffing.policy import Policy, parse_headroom
 from diffing.report import Finding
+from diffing.vocab import Severity
 
 
 def located(m: Manifest | None, severity: str, code: str, path: Path | str, message: str) -> Finding:
@@ -109,3 +110,17 @@ def unknown_device_steps(gpus: Mapping[str, Any], declared: Sequence[str]) -> li
     return [f"{names} {'is an extended resource' if len(unknown) == 1 else 'are extended resources'} "
             "(a device plugin's) and counted like a GPU; if it is not a scarce device, say so in the policy: "
             f"`notAccelerators: [{names}]`"]
+
+
+def error_hold(findings: Sequence[Finding], policy: Policy) -> tuple[str, str] | None:
+    """(reason, headline) of the hold every kind makes on error findings, unless the policy
+    says ``holdOnErrors: false``."""
+    errors = [f for f in findings if f.severity == Severity.ERROR]
+    if not errors or not policy.hold_on_errors:
+        return None
+    return f"{len(errors)} error finding(s): {errors[0].message}", f"{errors[0].code} at {errors[0].path}"
+
+
+# A change the operator will not apply: the hold, or the reason when the policy only warns.
+NOT_APPLIED_HOLD = "the operator will not apply what this change asks (see the reasons)"
+NOT_APPLIED_WARN = "policy notApplied=warn: not holding a change the operator will not apply"

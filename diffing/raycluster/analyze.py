@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from diffing.engine import cluster_defaulted, cluster_schema
-from diffing.holds import known_headroom
+from diffing.holds import error_hold, known_headroom
 from diffing.kube.manifests import Manifest
 from diffing.kube.paths import Path
 from diffing.kube.schema import Schema, SchemaSet
@@ -35,7 +35,7 @@ from diffing.raycluster.rules import ClusterCategory as C
 from diffing.raycluster.validation import validate_raycluster
 from diffing.raycluster.ways_out import Cause, Hold, next_steps
 from diffing.report import Capacity, Change, Finding
-from diffing.vocab import Decision, Rollout, Severity
+from diffing.vocab import Decision, Rollout
 
 # What the RayCluster controller can do about a change (:mod:`.rollout`).
 ROLLOUTS = (Rollout.NONE, Rollout.CREATE, Rollout.DELETE, Rollout.NOT_APPLIED, Rollout.SUSPEND,
@@ -143,11 +143,10 @@ class RayClusterAnalysis(Analysis):
         version skew (or any latent change, by policy)."""
         policy = self.policy
         codes = {f.code for f in self.findings}
-        errors = [f for f in self.findings if f.severity == Severity.ERROR]
         out = []
-        if errors and policy.hold_on_errors:
-            out.append(Hold(Cause.ERRORS, f"{len(errors)} error finding(s): {errors[0].message}",
-                            f"{errors[0].code} at {errors[0].path}"))
+        errors = error_hold(self.findings, policy)
+        if errors:
+            out.append(Hold(Cause.ERRORS, *errors))
         if self.rollout == Rollout.NOT_APPLIED and policy.not_applied == "hold":
             out.append(Hold(Cause.NOT_APPLIED, "the operator will not do what this change asks (see the "
                             "reasons)", "the operator will not apply this change"))

@@ -12,7 +12,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from diffing.engine import Engine, envelope_differences
-from diffing.holds import known_headroom, replacement_headline, replacement_reason
+from diffing.holds import (
+    NOT_APPLIED_HOLD,
+    NOT_APPLIED_WARN,
+    error_hold,
+    known_headroom,
+    replacement_headline,
+    replacement_reason,
+)
 from diffing.kube import resources as cap
 from diffing.kube.diff import Differ, Difference
 from diffing.kube.gojson import ABSENT, TypeDesc, struct
@@ -131,22 +138,21 @@ class RayJobAnalysis(Analysis):
     def decide(self) -> None:
         hold: list[str] = []
         headline = ""
-        errors = [f for f in self.findings if f.severity == "error"]
         if self.rollout == Rollout.SUSPEND:
             hold.append("suspending deletes the job's RayCluster: its work so far is lost; hold until "
                         "someone confirms it")
             headline = "suspending loses the job's work"
-        if errors and self.policy.hold_on_errors:
-            hold.append(f"{len(errors)} error finding(s): {errors[0].message}")
-            headline = headline or f"{errors[0].code} at {errors[0].path}"
+        errors = error_hold(self.findings, self.policy)
+        if errors:
+            hold.append(errors[0])
+            headline = headline or errors[1]
         if self.rollout == Rollout.NOT_APPLIED:
             if self.policy.not_applied == "hold":
-                hold.append("the operator will not apply what this change asks (see the reasons)")
+                hold.append(NOT_APPLIED_HOLD)
                 headline = headline or ("the API server rejects it" if self.schema_errors else
                                         "KubeRay rejects the RayJob for good (ValidationFailed)")
             else:
-                self.reasons.append("policy notApplied=warn: not holding a change the operator will not "
-                                    "apply")
+                self.reasons.append(NOT_APPLIED_WARN)
         replacing = self.target.replacing
         renamed = self.rollout == Rollout.CREATE and bool(replacing) and bool(self.extra)
         if renamed:

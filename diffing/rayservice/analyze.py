@@ -17,7 +17,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from diffing.engine import RCC
-from diffing.holds import known_headroom, replacement_headline, replacement_reason
+from diffing.holds import (
+    NOT_APPLIED_HOLD,
+    NOT_APPLIED_WARN,
+    error_hold,
+    known_headroom,
+    replacement_headline,
+    replacement_reason,
+)
 from diffing.kube.gojson import ABSENT
 from diffing.kube.manifests import Manifest
 from diffing.kube.paths import Path, schema_path
@@ -32,7 +39,7 @@ from diffing.rayservice.rules import Category
 from diffing.rayservice.validation import validate_rayservice
 from diffing.rayservice.ways_out import next_steps
 from diffing.report import Capacity, Change, Finding
-from diffing.vocab import Decision, Rollout, Severity
+from diffing.vocab import Decision, Rollout
 
 # What the operator can do about a RayService change (:mod:`.rollout`).
 ROLLOUTS = (Rollout.NONE, Rollout.CREATE, Rollout.DELETE, Rollout.NOT_APPLIED, Rollout.SUSPEND,
@@ -151,20 +158,19 @@ class RayServiceAnalysis(Analysis):
     def _operator_holds(self, hold: list[str]) -> str:
         """Holds on what the operator does (suspend, errors, not applied); the first headline."""
         headline = ""
-        errors = [f for f in self.findings if f.severity == Severity.ERROR]
         if self.rollout == Rollout.SUSPEND:
             hold.append("suspending stops serving: hold until someone confirms the outage is intended")
             headline = "suspending stops serving"
-        if errors and self.policy.hold_on_errors:
-            hold.append(f"{len(errors)} error finding(s): {errors[0].message}")
-            headline = headline or f"{errors[0].code} at {errors[0].path}"
+        errors = error_hold(self.findings, self.policy)
+        if errors:
+            hold.append(errors[0])
+            headline = headline or errors[1]
         if self.rollout == Rollout.NOT_APPLIED:
             if self.policy.not_applied == "hold":
-                hold.append("the operator will not apply what this change asks (see the reasons)")
+                hold.append(NOT_APPLIED_HOLD)
                 headline = headline or self.why_not_applied or "the operator will not apply this change"
             else:
-                self.reasons.append("policy notApplied=warn: not holding a change the operator will not "
-                                    "apply")
+                self.reasons.append(NOT_APPLIED_WARN)
         return headline
 
     def _capacity_holds(self, hold: list[str]) -> str:
