@@ -1,6 +1,6 @@
 """The ``rayservice-impact`` command line.
 
-Exit codes (CONTRACT.md; named in :mod:`app.output`): 0 approve / ignore-differences, 3 hold,
+Exit codes (docs/contract.md; named in :mod:`app.output`): 0 approve / ignore-differences, 3 hold,
 2 invalid input or usage (the message names the file, document and line), 1 unexpected internal
 error. Which one a run ends with is decided here and nowhere else.
 """

@@ -2,7 +2,7 @@
 
 Shared by the command line (:mod:`app.cli`), the Argo CD hook (:mod:`app.hooks.argocd`), the
 GitHub Action (:mod:`app.github.action`) and the PR comment (:mod:`app.github.comment`,
-:mod:`app.github.post_comment`), which read the CLI's exit code back. CONTRACT.md "Exit codes":
+:mod:`app.github.post_comment`), which read the CLI's exit code back. docs/contract.md "Exit codes":
 0 approve / ignore-differences, 3 hold, 2 invalid input or usage (the message names the file,
 document and line), 1 unexpected internal error. The numbers are the core's
 (:class:`diffing.vocab.ExitCode`, which ``Report.exit_code`` uses too), as plain ints;

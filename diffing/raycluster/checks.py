@@ -93,7 +93,7 @@ def _autoscaler_fight(a: RayClusterAnalysis) -> Iterator[Finding]:
                   if up else "KubeRay deletes nothing (autoscaling is on) and the autoscaler overwrites it")
         yield a.finding("warning", "autoscaler-fight", c.path,
                         f"Git sets a field the Ray autoscaler owns: {effect}; with self-heal Argo CD "
-                        "resets it again, a loop (raycluster-semantics.md §5.4)")
+                        "resets it again, a loop (docs/semantics/raycluster.md §5.4)")
     live = a.live
     if live is not None and live.worker_replicas and any(c not in a.unapplied for c in real(a)):
         for g in seq(a.a_spec.get("workerGroupSpecs")):
