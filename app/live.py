@@ -50,6 +50,7 @@ from fractions import Fraction
 from typing import Any
 
 import diffing
+from diffing.kinds import KINDS
 from diffing.kube import resources as cap
 from diffing.kube.manifests import Texts
 from diffing.kube.quantity import Quantity, QuantityError
@@ -68,7 +69,7 @@ RECREATE_HASH = "ray.io/upgrade-strategy-recreate-hash"
 KUBERAY_VERSION = "ray.io/kuberay-version"
 # The kinds whose live basis is read: a RayService's and a RayCluster's running state, and for a
 # RayJob (a new RayCluster per run, nothing to compare with) the free accelerators its pods can use.
-LIVE_KINDS = ("RayService", "RayCluster", "RayJob")
+LIVE_KINDS = tuple(k.name for k in KINDS if k.live)  # the registry's kinds this reader reads
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 Obj = Mapping[str, Any]

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-KINDS = ("RayService", "RayCluster", "RayJob")
+KINDS = ("RayService", "RayCluster", "RayJob")  # the kinds the Go harness drives (of diffing.kinds)
 VERSION = "1.7.0"
 # Feature gates each KubeRay version knows (pkg/features/features.go); a mutation that sets
 # another is left out of that version's cases (the harness refuses unknown gates).

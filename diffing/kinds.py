@@ -26,6 +26,7 @@ class Kind:
     package: str              # diffing/<package>/
     since: tuple[int, int]    # the first KubeRay minor version that serves the CRD
     gate: str | None = None   # the feature gate its controller needs, if any
+    live: bool = True         # app/live.py can read its live state (the live basis)
 
     @property
     def analysis(self) -> type[Analysis]:
