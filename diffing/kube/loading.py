@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -459,6 +460,45 @@ def _check_graph(node: yaml.Node, limits: Limits, where: dict[str, Any], used: i
 def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFAULT_LIMITS
                    ) -> Iterator[Document]:
     """Yield the documents of ``text``; raise :class:`ManifestError` for unreadable input."""
+    text = _checked_text(text, source, limits)
+    loader = _Constructor(text)
+    # Without an anchor there is no alias, so values cannot expand: a cheap depth check is
+    # enough (duplicate keys are caught while constructing).
+    has_anchors = "&" in text
+    expanded = 0  # nodes after alias expansion, over all documents so far
+    index = 0
+    try:
+        while True:
+            index += 1
+            node = _next_node(loader, source, index)
+            if node is _NOTHING:
+                return
+            if index > limits.max_documents:
+                raise ManifestError(f"more than {limits.max_documents} documents", source=source)
+            if node is None:
+                yield Document(index, None, None)
+                continue
+            where: dict[str, Any] = {"source": source, "document": index}
+            if has_anchors:
+                expanded = _check_graph(node, limits, where, expanded)
+            else:
+                try:
+                    with _value_errors(node, where, deep=True):
+                        value, lines = _build(loader, node, limits, where)
+                    yield Document(index, value, None, lines, node.start_mark.line + 1,
+                                   node.start_mark.line == node.end_mark.line)
+                    continue
+                except _Slow:
+                    _check_depth(node, limits, where)
+            with _value_errors(node, where):
+                value = loader.construct_document(node)
+            yield Document(index, value, node)
+    finally:
+        loader.dispose()
+
+
+def _checked_text(text: str | bytes, source: str, limits: Limits) -> str:
+    """``text`` as a string within the size limit, or why it cannot be read."""
     if isinstance(text, bytes):
         if len(text) > limits.max_bytes:
             raise ManifestError(f"text is {len(text)} bytes, over the {limits.max_bytes}-byte limit",
@@ -476,70 +516,42 @@ def iter_documents(text: str | bytes, *, source: str = "", limits: Limits = DEFA
         line = text.count("\n", 0, exc.start) + 1
         raise ManifestError(f"invalid Unicode (a lone surrogate, {text[exc.start]!r}) at character "
                             f"{exc.start}", source=source, line=line) from None
-    loader = _Constructor(text)
-    # Without an anchor there is no alias, so values cannot expand: a cheap depth check is
-    # enough (duplicate keys are caught while constructing).
-    has_anchors = "&" in text
-    expanded = 0  # nodes after alias expansion, over all documents so far
-    index = 0
+    return text
+
+
+def _next_node(loader: _Constructor, source: str, index: int) -> Any:
+    """The next document's node (``None`` for an empty document), or ``_NOTHING`` at the end."""
     try:
-        while True:
-            index += 1
-            try:
-                if not loader.check_node():
-                    return
-                node = loader.get_node()
-            except yaml.MarkedYAMLError as exc:
-                mark = exc.problem_mark or exc.context_mark
-                raise ManifestError(
-                    _yaml_reason(exc), source=source, document=index,
-                    line=mark.line + 1 if mark is not None else None,
-                ) from None
-            except yaml.YAMLError as exc:
-                raise ManifestError(f"not valid YAML: {exc}", source=source, document=index) from None
-            if index > limits.max_documents:
-                raise ManifestError(f"more than {limits.max_documents} documents", source=source)
-            if node is None:
-                yield Document(index, None, None)
-                continue
-            where: dict[str, Any] = {"source": source, "document": index}
-            value = _NOTHING
-            if has_anchors:
-                expanded = _check_graph(node, limits, where, expanded)
-            else:
-                try:
-                    value, lines = _build(loader, node, limits, where)
-                    yield Document(index, value, None, lines, node.start_mark.line + 1,
-                                   node.start_mark.line == node.end_mark.line)
-                    continue
-                except _Slow:
-                    _check_depth(node, limits, where)
-                except IntegerOutOfRange as exc:
-                    raise _out_of_range(exc, node, where) from None
-                except yaml.MarkedYAMLError as exc:
-                    mark = exc.problem_mark or exc.context_mark
-                    raise ManifestError(_yaml_reason(exc), line=mark.line + 1 if mark else None,
-                                        **where) from None
-                except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
-                    raise ManifestError(f"cannot read a value: {exc}", line=node.start_mark.line + 1,
-                                        **where) from None
-                except RecursionError:
-                    raise ManifestError("the document nests too deeply to read", **where) from None
-            try:
-                if value is _NOTHING:
-                    value = loader.construct_document(node)
-            except IntegerOutOfRange as exc:
-                raise _out_of_range(exc, node, where) from None
-            except yaml.MarkedYAMLError as exc:
-                mark = exc.problem_mark or exc.context_mark
-                raise ManifestError(_yaml_reason(exc), line=mark.line + 1 if mark else None,
-                                    **where) from None
-            except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
-                raise ManifestError(f"cannot read a value: {exc}", line=node.start_mark.line + 1,
-                                    **where) from None
-            yield Document(index, value, node)
-    finally:
-        loader.dispose()
+        if not loader.check_node():
+            return _NOTHING
+        return loader.get_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise ManifestError(_yaml_reason(exc), source=source, document=index,
+                            line=mark.line + 1 if mark is not None else None) from None
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"not valid YAML: {exc}", source=source, document=index) from None
+
+
+@contextmanager
+def _value_errors(node: yaml.Node, where: dict[str, Any], deep: bool = False) -> Iterator[None]:
+    """Turn what constructing a document's values can raise into a :class:`ManifestError`
+    naming the document and the line (``deep``: the recursive fast builder's recursion limit
+    too; PyYAML's own constructor leaves that to the caller)."""
+    try:
+        yield
+    except IntegerOutOfRange as exc:
+        raise _out_of_range(exc, node, where) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise ManifestError(_yaml_reason(exc), line=mark.line + 1 if mark else None, **where) from None
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+        raise ManifestError(f"cannot read a value: {exc}", line=node.start_mark.line + 1,
+                            **where) from None
+    except RecursionError:
+        if not deep:
+            raise
+        raise ManifestError("the document nests too deeply to read", **where) from None
 
 
 def _out_of_range(exc: IntegerOutOfRange, root: yaml.Node, where: dict[str, Any]) -> ManifestError:

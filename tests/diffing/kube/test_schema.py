@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import yaml
 
 import diffing
 from diffing.engine import tables
 from diffing.kube.schema import validate
 from tests.builders import dump, edited, group, head_container, rcc, sample, sample_text, worker_container
+from tests.diffing.kube.schema_nodes import CONTAINER_SCH, RCC_SCH
 
 SCHEMAS, _ = tables((1, 7))
 SPEC = SCHEMAS.child(SCHEMAS.root("v1"), "spec")
@@ -187,3 +189,20 @@ def test_schema_memos_stay_the_size_of_the_schema_whatever_the_keys() -> None:
     memos = list(schemas._memos.values())
     assert max(len(m) for m in memos) <= max(len(m.node.get("properties") or {}) for m in memos) + 1 + 64
     assert sum(len(m) for m in memos) < 2000
+
+
+def test_schema_default_fill_and_child_lookup() -> None:
+    filled = SCHEMAS.default_fill({"workerGroupSpecs": [{"groupName": "g", "replicas": None}]}, RCC_SCH)
+    assert filled["workerGroupSpecs"][0]["replicas"] == 0
+    assert SCHEMAS.child(RCC_SCH, "nope") is None
+    assert SCHEMAS.list_key(SCHEMAS.child(CONTAINER_SCH, "ports")) == "containerPort"
+
+
+def test_user_crd_replaces_the_schema() -> None:
+    text = dump(sample("sample"))
+    strict = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+              "spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
+                  "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                      "serveConfigV2": {"type": "integer"}}}}}}}]}}
+    report = diffing.analyze(text, text.replace("price: 3", "price: 4"), crd=yaml.safe_dump(strict))
+    assert "schema-violation" in {f.code for f in report.resources[0].findings}

@@ -1,10 +1,14 @@
-"""The 60 tricky cases of the KubeRay v1.7.0 semantics (semantics.md §7), table-driven.
+"""The 60 tricky cases of the KubeRay v1.7.0 semantics (docs/semantics/rayservice.md §7),
+table-driven.
 
 Each case edits a real KubeRay sample and asserts what the operator does with the change:
 the categories of the changes, the rollout, the decision and the exact accelerator counts.
 Cases that are not a manifest change (operator upgrades, a Gateway nobody serves) are
 covered by what a diff can say about them, and say so.
 """
+
+# A table of 60+ cases reads better one case per (long) row.
+# ruff: noqa: E501
 
 from __future__ import annotations
 

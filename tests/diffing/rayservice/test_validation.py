@@ -19,8 +19,15 @@ import pytest
 import yaml
 
 from diffing.engine import tables
-from diffing.rayservice.validation import NOT_APPLICABLE, RULES, check_rayservice, rules_for_minor
-from diffing.versions import GATE_DEFAULTS, rules_for
+from diffing.kube.paths import format_path
+from diffing.rayservice.validation import (
+    NOT_APPLICABLE,
+    RULES,
+    check_rayservice,
+    rules_for_minor,
+    validate_rayservice,
+)
+from diffing.versions import GATE_DEFAULTS
 
 GATES_17 = GATE_DEFAULTS[(1, 7)]
 CLUSTER_FUNCS = ("ValidateRayClusterSpec", "validateRayGroupResources", "validateRayGroupLabels",
@@ -758,12 +765,23 @@ def test_rule_table_names_source_lines_and_versions() -> None:
     assert len(rules_for_minor((1, 7))) == len([r for r in RULES if r.scope == "rayservice"])
 
 
-@pytest.mark.parametrize(("minor", "gate", "expected"), [((1, 6), False, True), ((1, 7), True, True)])
-def test_gate_defaults_follow_the_version(minor: tuple[int, int], gate: bool, expected: bool) -> None:
-    rules = rules_for(f"{minor[0]}.{minor[1]}.0")
-    assert rules.gates()["RayServiceIncrementalUpgrade"] is gate
-    assert rules.gates()["RayJobDeletionPolicy"] is expected
-    assert rules.gates({"RayJobDeletionPolicy": False})["RayJobDeletionPolicy"] is False
+def test_validation_codes_and_paths() -> None:
+    obj = {"metadata": {"name": "x" * 48, "annotations": {"ray.io/initializing-timeout": "0s"}},
+           "spec": {"upgradeStrategy": {"type": "Blue"}, "rayClusterConfig": {
+               "headGroupSpec": {"template": {"spec": {"containers": []}}},
+               "workerGroupSpecs": [{"groupName": "g", "minReplicas": 3, "maxReplicas": 2,
+                                     "rayStartParams": {"labels": "a=b"},
+                                     "template": {"spec": {"containers": [{"name": "w"}]}}}]}}}
+    got = {(code, format_path(path)) for code, path, _ in validate_rayservice(
+        obj, incremental_gate=True, feature_gates={})}
+    assert got == {
+        ("name-too-long", "metadata.name"),
+        ("validation-failed", 'metadata.annotations["ray.io/initializing-timeout"]'),
+        ("validation-failed", "spec.upgradeStrategy.type"),
+        ("validation-failed", "spec.rayClusterConfig.headGroupSpec.template.spec.containers"),
+        ("validation-failed", "spec.rayClusterConfig.workerGroupSpecs[groupName=g].rayStartParams.labels"),
+        ("validation-failed", "spec.rayClusterConfig.workerGroupSpecs[groupName=g].minReplicas"),
+    }
 
 
 # -- KubeRay's own cluster specs -------------------------------------------------------------

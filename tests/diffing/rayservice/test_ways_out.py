@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 import diffing
+from tests.diffing.helpers import doubled, one
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def pair(name: str) -> tuple[str, str]:
@@ -49,3 +50,14 @@ def test_approved_and_ignored_resources_have_no_steps() -> None:
     for sample in ("serve-only", "replicas-autoscaling", "worker-group-appended"):
         for r in diffing.analyze(*pair(sample)).resources:
             assert r.decision != "hold" and r.next_steps == ()
+
+
+def test_an_unknown_extended_resource_gets_a_way_out_in_the_policy() -> None:
+    before, after = doubled("example.com/foo")
+    steps = one(diffing.analyze(before, after))["nextSteps"]
+    assert any("`notAccelerators: [example.com/foo]`" in s for s in steps)
+    r = one(diffing.analyze(before, after, policy={"notAccelerators": ["example.com/foo"]}))
+    assert r["decision"] == "approve"  # the team said it is not a scarce device
+    assert r["capacity"]["extra"]["example.com/foo"] == 2  # still reported
+    gaudi = one(diffing.analyze(*doubled("habana.ai/gaudi")))["nextSteps"]
+    assert not any("notAccelerators" in s for s in gaudi)  # a known family: no such hint

@@ -1,10 +1,19 @@
+"""Safe YAML loading with line numbers and hard limits (diffing/kube/loading.py), integers beyond 64
+bits included: a located input error (exit 2 / HTTP 4xx), never a traceback.
+"""
+
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
+import diffing
 from diffing.errors import ManifestError
-from diffing.kube.loading import Limits, load_documents, load_value
+from diffing.kube.loading import MAX_INT, MIN_INT, Limits, load_documents, load_value
 from diffing.kube.paths import Key
+from tests.diffing.helpers import GPU_BEFORE, HUGE_HEX, _cli, _with
 
 
 def test_load_documents_keeps_index_and_lines() -> None:
@@ -121,3 +130,57 @@ def test_one_line_json_documents_have_no_line_numbers() -> None:
     assert doc.line_of(("spec", "a")) is None
     (doc,) = load_documents('{"spec":\n  {"a": [1, 2]}}')
     assert doc.line_of(("spec", "a")) == 2
+
+
+# -- integers beyond 64 bits (``0x`` + 3 600 ``f``) ------------------------------------------
+
+@pytest.mark.parametrize(("old", "new", "path"), [
+    ('cpu: "2"', f"cpu: {HUGE_HEX}", "limits.cpu"),
+    ("- replicas: 1", f"- replicas: {HUGE_HEX}", ".replicas"),
+    ("containerPort: 8000", f"containerPort: {HUGE_HEX}", ".containerPort"),
+    ("- replicas: 1", "- replicas: 0b" + "1" * 65, ".replicas"),
+    ("- replicas: 1", "- replicas: 18446744073709551616", ".replicas"),
+    ("- replicas: 1", "- replicas: -9223372036854775809", ".replicas"),
+])
+def test_an_integer_beyond_64_bits_is_a_located_manifest_error(old: str, new: str, path: str) -> None:
+    after = _with(GPU_BEFORE, old, new)
+    with pytest.raises(diffing.ManifestError) as err:
+        diffing.analyze(GPU_BEFORE, after)
+    exc = err.value
+    assert (exc.source, exc.document) == ("after", 1)
+    assert exc.line == after[:after.index(new)].count("\n") + 1
+    assert exc.path.startswith("spec.") and exc.path.endswith(path)
+    assert "out of range" in exc.reason and len(exc.message) < 400  # the text is shortened, not echoed
+
+
+def test_64_bit_integers_are_still_read() -> None:
+    assert load_value(f"a: {MAX_INT}\nb: {MIN_INT}\nc: 0x{'f' * 16}\nd: 1_000\n") == {
+        "a": 2**64 - 1, "b": -(2**63), "c": 2**64 - 1, "d": 1000}
+
+
+def test_an_integer_beyond_64_bits_is_located_under_anchors_and_merge_keys() -> None:
+    tail = f"y:\n  z: [1, 2, {HUGE_HEX}]\n"
+    for text in ("x: &a 1\n" + tail, "x: {q: 1}\n<<: {r: 2}\n" + tail):
+        with pytest.raises(diffing.ManifestError) as err:
+            load_value(text, source="t")
+        assert (err.value.source, err.value.document, err.value.path) == ("t", 1, "y.z[2]")
+        assert err.value.line == text.count("\n")  # the last line
+
+
+def test_cli_exits_2_naming_where_the_huge_integer_is(tmp_path: Path) -> None:
+    before, after = tmp_path / "before.yaml", tmp_path / "after.yaml"
+    before.write_text(GPU_BEFORE)
+    after.write_text(_with(GPU_BEFORE, "- replicas: 1", f"- replicas: {HUGE_HEX}"))
+    proc = _cli("analyze", str(before), str(after), "--format", "json")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert str(after) in proc.stderr and "document 1" in proc.stderr and "line " in proc.stderr
+    assert "workerGroupSpecs[0].replicas" in proc.stderr and "out of range" in proc.stderr
+
+
+def test_reports_stay_json_serialisable_at_the_64_bit_edge() -> None:
+    after = _with(GPU_BEFORE, "    - replicas: 1", f"    - replicas: {MAX_INT}")
+    report = diffing.analyze(GPU_BEFORE, after)
+    json.dumps(report.to_dict())
+    diffing.render_markdown(report)
+    assert report.decision == "hold"
