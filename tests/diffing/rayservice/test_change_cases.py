@@ -8,7 +8,6 @@ covered by what a diff can say about them, and say so.
 """
 
 # A table of 60+ cases reads better one case per (long) row.
-# ruff: noqa: E501
 
 from __future__ import annotations
 
