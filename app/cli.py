@@ -14,6 +14,7 @@ from typing import Any
 
 import diffing
 from diffing.errors import DiffingError, ManifestError
+from diffing.kinds import NAMES_TEXT
 
 from .files import InputFileError, read_policy, read_text
 from .output import (
@@ -84,7 +85,7 @@ def render_options(args: argparse.Namespace) -> Any:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rayservice-impact",
-        description="Predict what the KubeRay operator does with a RayService, RayCluster or RayJob change, "
+        description=f"Predict what the KubeRay operator does with a {NAMES_TEXT} change, "
                     "and what it costs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)

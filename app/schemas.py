@@ -12,9 +12,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from diffing import kinds, vocab
-from diffing.raycluster import rules as raycluster_rules
-from diffing.rayjob import rules as rayjob_rules
-from diffing.rayservice import rules as rayservice_rules
 from diffing.versions import DEFAULT
 
 # Derived from the core's vocabularies, so a rollout or category the core adds is in the schema.
@@ -22,8 +19,7 @@ Decision = Literal[tuple(d.value for d in vocab.Decision)]  # type: ignore[valid
 Kind = Literal[kinds.NAMES]  # type: ignore[valid-type]
 Rollout = Literal[tuple(r.value for r in vocab.Rollout)]  # type: ignore[valid-type]
 Category = Literal[tuple(dict.fromkeys(  # type: ignore[valid-type]
-    c.value for enum in (rayservice_rules.Category, raycluster_rules.ClusterCategory,
-                         rayjob_rules.JobCategory) for c in enum))]
+    str(c) for k in kinds.KINDS for c in k.analysis.categories))]
 Amount = int | str
 
 

@@ -19,6 +19,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
+from diffing.kinds import NAMES_TEXT
+
 from .api import analyze, health
 from .deps import Service
 from .errors import error_body, install_error_handlers
@@ -60,8 +62,7 @@ def create_app(settings: Settings) -> FastAPI:
             service.pool.close()
 
     app = FastAPI(title="rayservice-impact", version=_version(), lifespan=lifespan,
-                  summary="Predicts what the KubeRay operator does with a RayService, RayCluster or RayJob "
-                          "change.",
+                  summary=f"Predicts what the KubeRay operator does with a {NAMES_TEXT} change.",
                   docs_url=None, redoc_url=None)
     _offline_docs(app)
     app.state.service = service

@@ -42,8 +42,11 @@ KINDS: tuple[Kind, ...] = (
     Kind("RayService", "rayservice", (1, 0)),
     Kind("RayCluster", "raycluster", (1, 0)),
     Kind("RayJob", "rayjob", (1, 0)),
+    Kind("RayCronJob", "raycronjob", (1, 7), gate="RayCronJob", live=False),
 )
 
 NAMES: tuple[str, ...] = tuple(k.name for k in KINDS)
 ORDER: dict[str, int] = {k.name: i for i, k in enumerate(KINDS)}
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
+# The kinds in prose: "RayService, RayCluster, RayJob or RayCronJob".
+NAMES_TEXT = ", ".join(NAMES[:-1]) + " or " + NAMES[-1]

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from diffing.engine import Engine
 from diffing.errors import ManifestError
 from diffing.holds import duplicate_findings, located
-from diffing.kinds import BY_NAME, NAMES, ORDER
+from diffing.kinds import BY_NAME, NAMES_TEXT, ORDER
 from diffing.kube.loading import Limits
 from diffing.kube.manifests import (
     Duplicate,
@@ -82,6 +82,8 @@ class Analysis:
     """
 
     kind: ClassVar[str]
+    # The kind's change categories (its rules.py StrEnum): the JSON report's words for them.
+    categories: ClassVar[Iterable[str]] = ()
     # The change categories a hold of each rollout is about: annotations point at them.
     holding: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
@@ -319,8 +321,7 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
 
 
 
-_NAMES_TEXT = ", ".join(NAMES[:-1]) + " or " + NAMES[-1]
-NOTHING = f"no {_NAMES_TEXT} in the change"
+NOTHING = f"no {NAMES_TEXT} in the change"
 
 
 def replaced_by(befores: Mapping[Ident, Manifest], afters: Mapping[Ident, Manifest]) -> tuple[str, ...]:
@@ -369,7 +370,7 @@ def summarize(decision: str, resources: list[ResourceReport], general: Sequence[
     skipped = not_analysed_text(not_analysed or {})
     if not resources:
         if problem:
-            return f"{decision}: {problem}; no {_NAMES_TEXT} could be compared there"
+            return f"{decision}: {problem}; no {NAMES_TEXT} could be compared there"
         if skipped:  # silence about what was not looked at would read as a verdict on it
             return f"approve: {NOTHING}; {skipped}"
         return f"approve: {NOTHING}"

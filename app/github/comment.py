@@ -14,6 +14,7 @@ from urllib.parse import quote, unquote
 
 import diffing
 from app.output import EXIT_HOLD, EXIT_OK
+from diffing.kinds import NAMES_TEXT
 
 MARKER = "<!-- rayservice-impact -->"
 MAX_BODY_CHARS = 60_000
@@ -22,7 +23,7 @@ MAX_DESCRIPTION = 140
 _STAMP = re.compile(r"<!-- rayservice-impact:head=(?P<head>\w*) at=(?P<at>\S*) -->")
 STATE_FOR_DECISION = {"approve": "success", "ignore-differences": "success", "hold": "failure"}
 CONCLUSION_FOR_STATE = {"success": "success", "failure": "failure", "error": "failure"}
-NO_CHANGE_SHORT = "No RayService, RayCluster or RayJob changes"  # the status description
+NO_CHANGE_SHORT = f"No {NAMES_TEXT} changes"  # the status description
 NO_CHANGE = f"{NO_CHANGE_SHORT} in this pull request."
 REPLY_MARKER = "<!-- rayservice-impact:reply -->"   # our answers to commands: never commands themselves
 _REPLY_TO = re.compile(r"<!-- rayservice-impact:reply-to=(?P<id>\d+) -->")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import diffing
+from diffing.kinds import NAMES_TEXT
 from diffing.kube.manifests import KINDS, analysed_kind
 from diffing.live import live_key
 
@@ -121,7 +122,7 @@ def _targets(body: dict[str, Any]) -> tuple[dict[str, int], list[str], dict[str,
 
 def _counted(counts: dict[str, int]) -> str:
     return (", ".join(f"{counts[k]} {k}(s)" for k in KINDS if counts.get(k))
-            or "no RayService, RayCluster or RayJob")
+            or f"no {NAMES_TEXT}")
 
 
 def _describe(key: str, live: diffing.LiveCluster) -> str:

@@ -116,21 +116,27 @@ def is_rayservice(value: Any) -> bool:
 def analysed_kind(value: Any) -> str | None:
     """The kind when ``value`` is one this tool analyses, else ``None``.
 
-    A RayCluster owned by a RayService or RayJob (what ``kubectl get`` or an Argo CD live
-    tree shows next to its owner) is not: the owner's analysis covers it.
+    An object another analysed kind creates and owns (what ``kubectl get`` or an Argo CD live
+    tree shows next to its owner) is not: the owner's analysis covers it. That is a RayCluster
+    of a RayService or RayJob, and a RayJob of a RayCronJob.
     """
     kind = value.get("kind") if isinstance(value, dict) else None
     if not isinstance(kind, str) or kind not in KIND_ORDER:
         return None
     if not str(value.get("apiVersion", "")).startswith("ray.io/"):
         return None
-    if value["kind"] == "RayCluster":
+    owner_kinds = _OWNERS.get(value["kind"])
+    if owner_kinds:
         meta = value.get("metadata")
         owners = meta.get("ownerReferences") if isinstance(meta, dict) else None
-        if isinstance(owners, list) and any(isinstance(o, dict) and o.get("kind") in ("RayService", "RayJob")
+        if isinstance(owners, list) and any(isinstance(o, dict) and o.get("kind") in owner_kinds
                                             for o in owners):
             return None
     return str(value["kind"])
+
+
+# Which kinds create and own objects of another analysed kind.
+_OWNERS = {"RayCluster": ("RayService", "RayJob"), "RayJob": ("RayCronJob",)}
 
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name) of an object that is not analysed

@@ -54,6 +54,7 @@ class RayClusterAnalysis(Analysis):
     every pod now (``recreate``, ``recreate_note``) and the ``holds`` of the decision."""
 
     kind = "RayCluster"
+    categories = tuple(C)
     holding = {
         # Every change of a not-applied rollout is one the operator never carries out: the API
         # server or KubeRay's validation refuses the whole spec, managedBy hands it away, the

@@ -31,7 +31,7 @@ from diffing.managed import external_manager
 from diffing.pipeline import Analysis, Target
 from diffing.rayjob import checks, rollout
 from diffing.rayjob.capacity import capacity_holds, job_amounts
-from diffing.rayjob.rules import _GO_TYPES, _ZERO, NO_OP, _zero, category_of
+from diffing.rayjob.rules import _GO_TYPES, _ZERO, NO_OP, JobCategory, _zero, category_of
 from diffing.rayjob.schema import job_defaulted, job_schemas, job_spec_schema
 from diffing.rayjob.validation import cel_errors, validate_rayjob
 from diffing.rayjob.ways_out import next_steps
@@ -41,6 +41,7 @@ from diffing.vocab import Rollout
 
 class RayJobAnalysis(Analysis):
     kind = "RayJob"
+    categories = tuple(JobCategory)
     # A hold is about a suspend (the suspend change), a rejected manifest (every change) or a
     # run's accelerators (the changes that start a run).
     holding = {

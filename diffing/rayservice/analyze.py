@@ -56,6 +56,7 @@ class RayServiceAnalysis(Analysis):
     replicas | ignored: the key of its ways out)."""
 
     kind = "RayService"
+    categories = tuple(Category)
     holding = {
         "new-cluster": ("cluster-recreate",), "incremental": ("cluster-recreate",),
         "not-applied": ("cluster-recreate", "autoscaler-owned", "operator-ignored", "worker-group-appended"),

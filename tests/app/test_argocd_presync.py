@@ -327,5 +327,5 @@ def test_presync_app_without_rayservices_passes_without_kubernetes_calls(hook: C
         proc = hook(argo_url, kube_url)
     assert proc.returncode == 0, proc.stderr
     assert "rayservice-impact: **approve**" in proc.stdout
-    assert "no RayService, RayCluster or RayJob in the change" in proc.stdout
+    assert "no RayService, RayCluster, RayJob or RayCronJob in the change" in proc.stdout
     assert kube.requests == []

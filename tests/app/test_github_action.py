@@ -96,7 +96,7 @@ def test_action_invalid_manifest_is_an_error_status(tmp_path):
 
 
 def test_post_comment_without_rayservice_change_posts_no_comment(tmp_path):
-    (tmp_path / "r.md").write_text("approve: no RayService, RayCluster or RayJob in the change\n")
+    (tmp_path / "r.md").write_text("approve: no RayService, RayCluster, RayJob or RayCronJob in the change\n")
     (tmp_path / "r.json").write_text('{"decision": "approve", "summary": "approve: none", "resources": []}')
     standin = GitHubStandIn(token=TOKEN)
     with running_server(standin.app, ready_path=None) as url:
@@ -108,7 +108,7 @@ def test_post_comment_without_rayservice_change_posts_no_comment(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert standin.comments == {}
     states = [(s["state"], s["description"]) for s in standin.statuses]
-    assert states == [("success", "No RayService, RayCluster or RayJob changes")]
+    assert states == [("success", "No RayService, RayCluster, RayJob or RayCronJob changes")]
 
 
 def test_post_comment_github_refusal_exits_1(tmp_path):
@@ -175,5 +175,6 @@ def test_action_pull_changing_only_a_raycluster_is_analysed(tmp_path):
         run = _run_action(repo, tmp_path, url, base, head)
     report = json.loads((Path(run["outputs"]["dir"]) / "report.json").read_text())
     assert [(r["kind"], r["name"]) for r in report["resources"]] == [("RayCluster", "raycluster-batch")]
-    assert [s["description"] for s in standin.statuses] != ["No RayService, RayCluster or RayJob changes"]
+    assert [s["description"] for s in standin.statuses] != [
+        "No RayService, RayCluster, RayJob or RayCronJob changes"]
     assert "raycluster-batch" in standin.statuses[0]["description"]

@@ -72,7 +72,8 @@ def test_verdict_for_error_is_error_and_140_chars():
 def test_no_change_body_is_ours():
     body = no_change_body("a" * 40)
     assert is_ours(body)
-    assert "No RayService, RayCluster or RayJob changes in this pull request. (head `aaaaaaa`)" in body
+    assert ("No RayService, RayCluster, RayJob or RayCronJob changes in this pull request. (head `aaaaaaa`)"
+            in body)
 
 
 def test_is_ours_needs_the_marker_first():

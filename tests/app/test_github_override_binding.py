@@ -172,7 +172,7 @@ def test_a_second_pull_request_with_the_same_head_never_turns_a_hold_green(tmp_p
     assert (first["target_url"], second["target_url"]) == (PULL_URL.format(N), PULL_URL.format(M))
     assert first["description"].startswith("hold: ray-prod/ray-serve-llm")
     assert second["description"] == f"held: this commit is also the head of #{N} (held)"
-    assert "No RayService, RayCluster or RayJob changes" in second_comment
+    assert "No RayService, RayCluster, RayJob or RayCronJob changes" in second_comment
     assert f"also the head of #{N} (held)" in second_comment
     # accepted on #7: #8's own result is a success (its comment says so), so the commit is green
     assert (approved[-1]["state"], approved[-1]["target_url"]) == ("success", PULL_URL.format(N))

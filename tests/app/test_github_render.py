@@ -191,7 +191,7 @@ def test_render_tarball_unrelated_change_is_success_without_a_comment(tmp_path: 
     with github_service(GitHubStandIn(token=TOKEN)) as (url, gh):
         status, body = run_webhook(url, gh, repo, base, head)
     assert (status["state"], status["description"], body) == (
-        "success", "No RayService, RayCluster or RayJob changes", None)
+        "success", "No RayService, RayCluster, RayJob or RayCronJob changes", None)
 
 
 def test_render_tarball_broken_overlay_holds_with_render_failed(tmp_path: Path) -> None:
@@ -202,8 +202,8 @@ def test_render_tarball_broken_overlay_holds_with_render_failed(tmp_path: Path) 
     with github_service(GitHubStandIn(token=TOKEN)) as (url, gh):
         status, body = run_webhook(url, gh, repo, base, head)
     assert status["state"] == "failure"
-    assert status["description"] == (f"hold: {SOURCE}: render-failed; no RayService, RayCluster or RayJob "
-                                     "could be compared there")
+    assert status["description"] == (f"hold: {SOURCE}: render-failed; no RayService, RayCluster, RayJob or "
+                                     "RayCronJob could be compared there")
     assert body is not None and "`render-failed`" in body and SOURCE in body
     assert "missing-file.yaml" in body and f"at head ({head[:12]})" in body
 
@@ -317,8 +317,8 @@ def test_render_argocd_500_for_one_revision_holds_naming_the_application(tmp_pat
             github_service(GitHubStandIn(token=TOKEN), argocd_server=argo_url, **ARGO_SETTINGS) as (url, gh):
         status, body = run_webhook(url, gh, repo, base, head)
     assert status["state"] == "failure"
-    assert status["description"] == ("hold: Application llm-prod: render-failed; no RayService, RayCluster "
-                                     "or RayJob could be compared there")
+    assert status["description"] == ("hold: Application llm-prod: render-failed; no RayService, RayCluster, "
+                                     "RayJob or RayCronJob could be compared there")
     assert body is not None and "`render-failed`" in body
     assert f"Argo CD at base ({base[:12]})" in body and "answered 500" in body
     assert "repo-server is restarting" in body

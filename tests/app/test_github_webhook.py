@@ -285,7 +285,7 @@ def test_webhook_without_rayservice_change_sets_success_and_no_comment():
         settle(gh)
     assert COMMENTS not in gh.comments
     assert [(s["state"], s["description"]) for s in gh.statuses] == [
-        ("success", "No RayService, RayCluster or RayJob changes")]
+        ("success", "No RayService, RayCluster, RayJob or RayCronJob changes")]
 
 
 def test_webhook_rayservice_change_reverted_updates_the_comment():
@@ -300,7 +300,7 @@ def test_webhook_rayservice_change_reverted_updates_the_comment():
         settle(gh)
     [comment] = gh.comments[COMMENTS]
     assert comment["body"].startswith(MARKER)
-    assert "No RayService, RayCluster or RayJob changes in this pull request" in comment["body"]
+    assert "No RayService, RayCluster, RayJob or RayCronJob changes in this pull request" in comment["body"]
     assert statuses_for(gh, HEAD2_SHA)[0]["state"] == "success"
 
 
@@ -418,7 +418,7 @@ def test_webhook_pull_changing_only_a_raycluster_is_analysed(render):
         wait_for(lambda: gh.statuses, what="a status")
         settle(gh)
     [status] = gh.statuses
-    assert "No RayService, RayCluster or RayJob changes" not in status["description"]
+    assert "No RayService, RayCluster, RayJob or RayCronJob changes" not in status["description"]
     assert "raycluster-batch" in status["description"]
     [comment] = gh.comments[COMMENTS]
     assert comment["body"].startswith(MARKER) and "raycluster-batch" in comment["body"]

@@ -70,7 +70,7 @@ def test_junk_with_markdown_is_still_a_422(analysis_service) -> None:
 def test_an_explicit_empty_items_list_is_an_application_without_resources(analysis_service) -> None:
     response = post(analysis_service.base_url, ROUTE, {"items": []})
     assert (response.status_code, response.json()["decision"]) == (200, "approve")
-    assert "no RayService, RayCluster or RayJob" in response.json()["summary"]
+    assert "no RayService, RayCluster, RayJob or RayCronJob" in response.json()["summary"]
 
 
 def test_a_real_answer_still_analyses(analysis_service) -> None:

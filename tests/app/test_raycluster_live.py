@@ -297,9 +297,10 @@ def test_presync_reads_rayclusters_and_rayjobs_from_argocd_and_the_cluster_live(
     # One call for the whole ray.io group: Argo CD filters on one kind or none.
     assert argo.requests == [("/api/v1/applications/ray-serving/managed-resources", {"group": ["ray.io"]})]
     report = json.loads(out.out)
+    # The RayCronJob is analysed from Argo CD's target alone: it has no live basis.
     assert [(r["kind"], r["name"]) for r in report["resources"]] == [
-        ("RayCluster", NAME), ("RayJob", "rayjob-nightly")]
-    assert "1 RayCluster(s), 1 RayJob(s) managed by ray-serving" in out.err
+        ("RayCluster", NAME), ("RayJob", "rayjob-nightly"), ("RayCronJob", "nightly")]
+    assert "1 RayCluster(s), 1 RayJob(s), 1 RayCronJob(s) managed by ray-serving" in out.err
     assert (f"{KEY}; running (replicas workers=3; worker pods old-group=2, workers=3); head pod hash {HASH}, "
             "KubeRay v1.7.0") in out.err
     (call,) = analyze_calls
