@@ -60,17 +60,14 @@ class Engine:
     # -- API server view -------------------------------------------------------------------
 
     def schema_root(self, api_version: str) -> Schema | None:
-        version = api_version.split("/", 1)[-1]
-        return self.schemas.root(version) or self.schemas.root("v1")
+        return self.schemas.served_root(api_version)
 
     def spec_schema(self, m: Manifest) -> Schema | None:
         return self.schemas.child(self.schema_root(m.api_version), "spec")
 
     def defaulted(self, m: Manifest) -> dict[str, Any]:
         """The object as the API server stores it: pruned and defaulted spec."""
-        obj = dict(m.obj)
-        obj["spec"] = self.schemas.default_fill(mapping(m.obj.get("spec")), self.spec_schema(m))
-        return obj
+        return self.schemas.stored(m.obj, self.spec_schema(m))
 
     def spec_type(self, key: str) -> TypeDesc | None:
         if key == "rayClusterConfig":
@@ -152,10 +149,7 @@ def cluster_schema(engine: Engine, api_version: str) -> Schema | None:
 
 def cluster_defaulted(engine: Engine, m: Manifest) -> dict[str, Any]:
     """A RayCluster as the API server stores it: pruned and defaulted spec."""
-    obj = dict(m.obj)
-    sch = cluster_schema(engine, m.api_version)
-    obj["spec"] = engine.schemas.default_fill(mapping(m.obj.get("spec")), sch)
-    return obj
+    return engine.schemas.stored(m.obj, cluster_schema(engine, m.api_version))
 
 
 def cluster_differences(engine: Engine, b: Manifest, a: Manifest) -> list[Difference]:

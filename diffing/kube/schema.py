@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from diffing.kube.paths import Path
+from diffing.kube.values import mapping
 
 Schema = dict[str, Any]
 # What default_fill does at a node: (nothing to fill below, an object node, its properties
@@ -56,6 +58,17 @@ class SchemaSet:
 
     def root(self, api_version: str) -> Schema | None:
         return self.versions.get(api_version)
+
+    def served_root(self, api_version: str) -> Schema | None:
+        """The root schema of ``group/version`` as an object names it: ``v1``'s when that
+        version is not served."""
+        return self.root(api_version.split("/", 1)[-1]) or self.root("v1")
+
+    def stored(self, obj: Mapping[str, Any], spec: Schema | None) -> dict[str, Any]:
+        """``obj`` as the API server stores it: its ``spec`` pruned and defaulted by ``spec``."""
+        out = dict(obj)
+        out["spec"] = self.default_fill(mapping(obj.get("spec")), spec)
+        return out
 
     def resolve(self, node: Schema | None) -> Schema | None:
         while node is not None and "$ref" in node:

@@ -16,7 +16,6 @@ from typing import Any
 
 from diffing.data.raycronjob_1_7_0 import SCHEMA_JSON, TIME_ZONES
 from diffing.kube.schema import Schema, SchemaSet
-from diffing.kube.values import mapping
 
 ZONES: frozenset[str] = frozenset(TIME_ZONES)
 
@@ -30,14 +29,10 @@ def cron_schemas() -> SchemaSet:
 def cron_spec_schema(api_version: str) -> Schema | None:
     """The RayCronJob ``spec`` schema (``ray.io/v1``, also for an unknown version)."""
     schemas = cron_schemas()
-    version = api_version.split("/", 1)[-1]
-    root = schemas.root(version) or schemas.root("v1")
-    return schemas.child(root, "spec")
+    return schemas.child(schemas.served_root(api_version), "spec")
 
 
 def cron_defaulted(obj: Mapping[str, Any], api_version: str) -> dict[str, Any]:
     """A RayCronJob as the API server stores it: nulls dropped, CRD defaults filled (inside
     ``jobTemplate`` too), unknown fields pruned."""
-    out = dict(obj)
-    out["spec"] = cron_schemas().default_fill(mapping(obj.get("spec")), cron_spec_schema(api_version))
-    return out
+    return cron_schemas().stored(obj, cron_spec_schema(api_version))

@@ -14,7 +14,6 @@ from typing import Any
 
 from diffing.data.rayjob_1_7_0 import SCHEMA_JSON
 from diffing.kube.schema import Schema, SchemaSet
-from diffing.kube.values import mapping
 
 
 @lru_cache(maxsize=1)
@@ -26,13 +25,9 @@ def job_schemas() -> SchemaSet:
 def job_spec_schema(api_version: str) -> Schema | None:
     """The RayJob ``spec`` schema of ``api_version`` (``ray.io/v1`` when the version is unknown)."""
     schemas = job_schemas()
-    version = api_version.split("/", 1)[-1]
-    root = schemas.root(version) or schemas.root("v1")
-    return schemas.child(root, "spec")
+    return schemas.child(schemas.served_root(api_version), "spec")
 
 
 def job_defaulted(obj: Mapping[str, Any], api_version: str) -> dict[str, Any]:
     """A RayJob as the API server stores it: nulls dropped, CRD defaults filled, unknown fields pruned."""
-    out = dict(obj)
-    out["spec"] = job_schemas().default_fill(mapping(obj.get("spec")), job_spec_schema(api_version))
-    return out
+    return job_schemas().stored(obj, job_spec_schema(api_version))
