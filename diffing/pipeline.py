@@ -16,15 +16,25 @@ capacity → findings → decision → ways out.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, ClassVar
 
 from diffing.engine import Engine
 from diffing.errors import ManifestError
-from diffing.holds import duplicate_findings, located
+from diffing.holds import (
+    NOT_APPLIED_HOLD,
+    NOT_APPLIED_WARN,
+    duplicate_findings,
+    error_hold,
+    known_headroom,
+    located,
+    replacement_reason,
+)
 from diffing.kinds import BY_NAME, NAMES_TEXT, ORDER
+from diffing.kube.diff import Difference
 from diffing.kube.loading import Limits
 from diffing.kube.manifests import (
     Duplicate,
@@ -39,6 +49,7 @@ from diffing.kube.manifests import (
 from diffing.kube.paths import Path
 from diffing.kube.resources import human
 from diffing.kube.schema import Schema, SchemaSet, transition_errors, validate
+from diffing.kube.values import dig
 from diffing.live import LiveCluster, live_key
 from diffing.managed import external_manager
 from diffing.policy import Policy, parse_headroom
@@ -54,7 +65,7 @@ from diffing.report import (
     ResourceReport,
 )
 from diffing.versions import DEFAULT, rules_for
-from diffing.vocab import Action, Rollout
+from diffing.vocab import NO_OP, Action, Rollout
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,9 @@ class Analysis:
         self.main: Manifest = main
         self.b_def = self.defaulted(t.before) if t.before else None
         self.a_def = self.defaulted(t.after) if t.after else None
+        self.b_spec, self.a_spec = dig(self.b_def, "spec"), dig(self.a_def, "spec")
+        self.headroom, self.live, self.replacing = t.headroom, t.live, t.replacing
+        self.argo_apps = t.argo_apps
         self.changes: list[Change] = []
         self.reasons: list[str] = []
         self.findings: list[Finding] = []
@@ -126,6 +140,12 @@ class Analysis:
         if a.decision == HOLD:
             a.steps = a.ways_out()
         return a.report()
+
+    @cached_property
+    def known(self) -> Mapping[str, Fraction] | None:
+        """The headroom known for this object: the live basis's, measured, wins over the
+        caller's."""
+        return known_headroom(self.headroom, self.live)
 
     # -- the stages a kind supplies ----------------------------------------------------------
 
@@ -212,6 +232,42 @@ class Analysis:
         raise NotImplementedError
 
     # -- shared ---------------------------------------------------------------------------
+
+    def add_changes(self, differences: Iterable[Difference], category_of: Callable[[Path], str]) -> None:
+        """Stage 1 as most kinds do it: each difference a change of its field's category (``no-op``
+        when Go's encoding makes it vanish), with its line; against a live before side those
+        no-ops are the API server's defaults and are left out."""
+        before, after = self.before, self.after
+        assert before is not None and after is not None
+        for d in differences:
+            self.changes.append(Change(d.path, NO_OP if d.noop else category_of(d.path), d.before, d.after,
+                                       d.note, after.line(d.path) or before.line(d.path)))
+        if self.engine.before_is_live:
+            self.changes = [c for c in self.changes if c.category != NO_OP]
+
+    def operator_holds(self, hold: list[str], headline: str, not_applied: str) -> str:
+        """The holds every kind makes on what the operator does: error findings, and a change it
+        will not apply (``not_applied`` is that hold's headline; ``notApplied: warn`` only says
+        so). Appends to ``hold``; returns the headline so far."""
+        errors = error_hold(self.findings, self.policy)
+        if errors:
+            hold.append(errors[0])
+            headline = headline or errors[1]
+        if self.rollout == Rollout.NOT_APPLIED:
+            if self.policy.not_applied == "hold":
+                hold.append(NOT_APPLIED_HOLD)
+                headline = headline or not_applied
+            else:
+                self.reasons.append(NOT_APPLIED_WARN)
+        return headline
+
+    def created_beside_deleted(self, needs: Mapping[str, Any]) -> bool:
+        """A created object that ``needs`` capacity while the change deletes others (a rename, a
+        move): both run until the old one is pruned, so its needs are extra; the reason says so."""
+        if self.rollout != Rollout.CREATE or not self.replacing or not needs:
+            return False
+        self.reasons.append(replacement_reason(self.kind, self.replacing))
+        return True
 
     def finding(self, severity: str, code: str, path: Path | str, message: str) -> Finding:
         return located(self.after or self.before, severity, code, path, message)

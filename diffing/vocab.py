@@ -35,6 +35,11 @@ class Action(StrEnum):
     UNCHANGED = "unchanged"
 
 
+# The change category every kind has: a difference the operator cannot see (Go's encoding, a
+# default, a pruned field). Each kind's own categories are in its rules.py.
+NO_OP = "no-op"
+
+
 class Rollout(StrEnum):
     """What the operator does about the change. Which kind can predict which rollout is in
     each kind's ``ROLLOUTS`` (``diffing/<kind>/analyze.py``)."""

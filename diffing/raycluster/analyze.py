@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from diffing.engine import cluster_defaulted, cluster_schema
-from diffing.holds import error_hold, known_headroom
+from diffing.holds import error_hold
 from diffing.kube.manifests import Manifest
 from diffing.kube.paths import Path
 from diffing.kube.schema import Schema, SchemaSet
@@ -76,8 +76,6 @@ class RayClusterAnalysis(Analysis):
 
     def __init__(self, t: Target) -> None:
         super().__init__(t)
-        self.headroom, self.live, self.replacing = t.headroom, t.live, t.replacing
-        self.b_spec, self.a_spec = dig(self.b_def, "spec"), dig(self.a_def, "spec")
         self.autoscaling = (self.a_spec if self.a_def else self.b_spec).get("enableInTreeAutoscaling") is True
         self.recreate_on = self.rules.has_cluster_recreate \
             and dig(self.a_spec, "upgradeStrategy").get("type") == "Recreate"
@@ -129,7 +127,7 @@ class RayClusterAnalysis(Analysis):
     def decide(self) -> None:
         real = changes.real(self)
         only_owned = bool(real) and all(c.category == C.AUTOSCALER_OWNED.value for c in real)
-        known = known_headroom(self.headroom, self.live)
+        known = self.known
         self.holds = self._operator_holds() + capacity_holds(self, known, only_owned)
         if self.holds:
             self.reasons.extend(h.reason for h in self.holds)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from diffing.holds import known_headroom, replacement_headline, replacement_reason, shortfalls
+from diffing.holds import known_headroom, replacement_headline, shortfalls
 from diffing.kube import resources as cap
 from diffing.raycluster.ways_out import Cause, Hold
 from diffing.report import Capacity
@@ -87,7 +87,7 @@ def capacity_holds(a: RayClusterAnalysis, known: Mapping[str, Fraction] | None,
                             f"the new pods need {cap.human(name, extra[name])} more {name}"
                             f"{cap.family_note(name)}; {_where(name, known)} (without room they stay "
                             "Pending)", headline))
-    if a.rollout == Rollout.CREATE and a.replacing and extra:
+    if a.created_beside_deleted(extra):
         out.extend(_replacement_holds(a, known))
     return out
 
@@ -98,7 +98,6 @@ def _replacement_holds(a: RayClusterAnalysis, known: Mapping[str, Fraction] | No
     never / always weighs it like a RayService's second cluster)."""
     assert a.capacity is not None
     policy, extra = a.policy, a.capacity.extra
-    a.reasons.append(replacement_reason("RayCluster", a.replacing))
     if policy.hold_on_recreate == "never":
         return []
     headline = replacement_headline(a.replacing, known is None)

@@ -17,14 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from diffing.engine import Engine, envelope_differences
-from diffing.holds import (
-    NOT_APPLIED_HOLD,
-    NOT_APPLIED_WARN,
-    error_hold,
-    known_headroom,
-    replacement_headline,
-    replacement_reason,
-)
+from diffing.holds import replacement_headline
 from diffing.kube import resources as cap
 from diffing.kube.diff import Differ, Difference
 from diffing.kube.gojson import ABSENT
@@ -50,7 +43,7 @@ from diffing.raycronjob.ways_out import next_steps
 from diffing.rayjob.analyze import job_differences
 from diffing.rayjob.capacity import capacity_holds
 from diffing.rayjob.validation import cel_errors as job_cel_errors
-from diffing.report import APPROVE, HOLD, Capacity, Change, Finding
+from diffing.report import APPROVE, HOLD, Capacity, Finding
 from diffing.vocab import Rollout
 
 GATE = "RayCronJob"  # pkg/features/features.go:45-50, 110
@@ -69,8 +62,6 @@ class RayCronJobAnalysis(Analysis):
 
     def __init__(self, t: Target) -> None:
         super().__init__(t)
-        self.known = known_headroom(t.headroom, t.live)
-        self.b_spec, self.a_spec = dig(self.b_def, "spec"), dig(self.a_def, "spec")
         self.gate_on = bool(self.rules.gates(self.policy.feature_gates).get(GATE, False))
         self.real: set[str] = set()
         self.one_run: cap.Amounts = {}  # one run of the after template
@@ -121,14 +112,8 @@ class RayCronJobAnalysis(Analysis):
 
     # 1. changes
     def diff(self) -> None:
-        before, after = self.before, self.after
-        if before and after:
-            for d in cron_differences(self.engine, before, after):
-                category = NO_OP if d.noop else category_of(d.path)
-                self.changes.append(Change(d.path, category, d.before, d.after, d.note,
-                                           after.line(d.path) or before.line(d.path)))
-            if self.engine.before_is_live:
-                self.changes = [c for c in self.changes if c.category != NO_OP]
+        if self.before and self.after:
+            self.add_changes(cron_differences(self.engine, self.before, self.after), category_of)
         self.real = {c.category for c in self.changes} - {NO_OP}
 
     # 2. validation: the API server first, then the operator (on every pass)
@@ -204,21 +189,10 @@ class RayCronJobAnalysis(Analysis):
     def decide(self) -> None:
         hold: list[str] = []
         headline = ""
-        errors = error_hold(self.findings, self.policy)
-        if errors:
-            hold.append(errors[0])
-            headline = errors[1]
-        if self.rollout == Rollout.NOT_APPLIED:
-            if self.policy.not_applied == "hold":
-                hold.append(NOT_APPLIED_HOLD)
-                headline = headline or ("the API server rejects it" if self.schema_errors else
-                                        "KubeRay rejects the RayCronJob: no RayJob until it is fixed")
-            else:
-                self.reasons.append(NOT_APPLIED_WARN)
-        replacing = self.target.replacing
-        renamed = self.rollout == Rollout.CREATE and bool(replacing) and bool(self.extra)
-        if renamed:
-            self.reasons.append(replacement_reason("RayCronJob", replacing))
+        rejected = ("the API server rejects it" if self.schema_errors else
+                    "KubeRay rejects the RayCronJob: no RayJob until it is fixed")
+        headline = self.operator_holds(hold, headline, rejected)
+        renamed = self.created_beside_deleted(self.extra)
         if self.rollout in (Rollout.CREATE, Rollout.RESUME, Rollout.NEXT_RUN):
             if self.burst is not None and self.burst[0] > 1:
                 run_holds = burst_holds(self.policy, self.extra, self.known, self.burst[0])
@@ -226,8 +200,9 @@ class RayCronJobAnalysis(Analysis):
                 run_holds = capacity_holds(self.engine, self.extra, self.known, renamed)
             hold.extend(run_holds)
             if run_holds:
-                headline = headline or (replacement_headline(replacing, self.known is None) if renamed else
-                                        "the known headroom does not cover the runs' accelerators")
+                short = (replacement_headline(self.replacing, self.known is None) if renamed
+                         else "the known headroom does not cover the runs' accelerators")
+                headline = headline or short
         self.decision = HOLD if hold else APPROVE
         self.headline = headline
         self.reasons.extend(hold)

@@ -29,7 +29,7 @@ def next_steps(a: RayCronJobAnalysis) -> tuple[str, ...]:
                      "(no recreate needed), but the activations missed meanwhile then get their RayJobs at "
                      "once")
     gpus = a.policy.devices(a.rendered)
-    if a.rollout == Rollout.CREATE and a.target.replacing and gpus:
+    if a.rollout == Rollout.CREATE and a.replacing and gpus:
         steps.extend(replacement_steps(gpus))
     elif a.rollout in (Rollout.CREATE, Rollout.RESUME, Rollout.NEXT_RUN) and gpus:
         flags = " ".join(f"{k}={v}" for k, v in gpus.items())

@@ -12,21 +12,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from diffing.engine import Engine, envelope_differences
-from diffing.holds import (
-    NOT_APPLIED_HOLD,
-    NOT_APPLIED_WARN,
-    error_hold,
-    known_headroom,
-    replacement_headline,
-    replacement_reason,
-)
+from diffing.holds import replacement_headline
 from diffing.kube import resources as cap
 from diffing.kube.diff import Differ, Difference
 from diffing.kube.gojson import ABSENT, TypeDesc, struct
 from diffing.kube.manifests import Manifest
 from diffing.kube.paths import Path
 from diffing.kube.schema import Schema, SchemaSet
-from diffing.kube.values import dig, mapping
+from diffing.kube.values import mapping
 from diffing.managed import external_manager
 from diffing.pipeline import Analysis, Target
 from diffing.rayjob import checks, rollout
@@ -35,7 +28,7 @@ from diffing.rayjob.rules import _GO_TYPES, _ZERO, NO_OP, JobCategory, _zero, ca
 from diffing.rayjob.schema import job_defaulted, job_schemas, job_spec_schema
 from diffing.rayjob.validation import cel_errors, validate_rayjob
 from diffing.rayjob.ways_out import next_steps
-from diffing.report import APPROVE, HOLD, Capacity, Change, Finding
+from diffing.report import APPROVE, HOLD, Capacity, Finding
 from diffing.vocab import Rollout
 
 
@@ -53,9 +46,7 @@ class RayJobAnalysis(Analysis):
     def __init__(self, t: Target) -> None:
         super().__init__(t)
         # A RayJob builds a new RayCluster per run, so nothing of it runs to compare with; the live
-        # basis brings the free accelerators its pods can use, which win over the caller's figure.
-        self.known = known_headroom(t.headroom, t.live)
-        self.b_spec, self.a_spec = dig(self.b_def, "spec"), dig(self.a_def, "spec")
+        # basis brings only the free accelerators its pods can use (``known``).
         self.real: set[str] = set()
         self.extra: cap.Amounts = {}
         self.rendered: dict[str, Any] = {}
@@ -65,14 +56,8 @@ class RayJobAnalysis(Analysis):
 
     # 1. changes
     def diff(self) -> None:
-        before, after = self.before, self.after
-        if before and after:
-            for d in job_differences(self.engine, before, after):
-                category = NO_OP if d.noop else category_of(d.path)
-                self.changes.append(Change(d.path, category, d.before, d.after, d.note,
-                                           after.line(d.path) or before.line(d.path)))
-            if self.engine.before_is_live:
-                self.changes = [c for c in self.changes if c.category != NO_OP]
+        if self.before and self.after:
+            self.add_changes(job_differences(self.engine, self.before, self.after), category_of)
         self.real = {c.category for c in self.changes} - {NO_OP}
 
     # 2. validation: the API server first, then the operator (on every pass)
@@ -143,27 +128,17 @@ class RayJobAnalysis(Analysis):
             hold.append("suspending deletes the job's RayCluster: its work so far is lost; hold until "
                         "someone confirms it")
             headline = "suspending loses the job's work"
-        errors = error_hold(self.findings, self.policy)
-        if errors:
-            hold.append(errors[0])
-            headline = headline or errors[1]
-        if self.rollout == Rollout.NOT_APPLIED:
-            if self.policy.not_applied == "hold":
-                hold.append(NOT_APPLIED_HOLD)
-                headline = headline or ("the API server rejects it" if self.schema_errors else
-                                        "KubeRay rejects the RayJob for good (ValidationFailed)")
-            else:
-                self.reasons.append(NOT_APPLIED_WARN)
-        replacing = self.target.replacing
-        renamed = self.rollout == Rollout.CREATE and bool(replacing) and bool(self.extra)
-        if renamed:
-            self.reasons.append(replacement_reason("RayJob", replacing))
+        rejected = ("the API server rejects it" if self.schema_errors else
+                    "KubeRay rejects the RayJob for good (ValidationFailed)")
+        headline = self.operator_holds(hold, headline, rejected)
+        renamed = self.created_beside_deleted(self.extra)
         if self.rollout in (Rollout.CREATE, Rollout.RESUME):
             run_holds = capacity_holds(self.engine, self.extra, self.known, renamed)
             hold.extend(run_holds)
             if run_holds:
-                headline = headline or (replacement_headline(replacing, self.known is None) if renamed else
-                                        "the known headroom does not cover the job's accelerators")
+                short = (replacement_headline(self.replacing, self.known is None) if renamed
+                         else "the known headroom does not cover the job's accelerators")
+                headline = headline or short
         self.decision = HOLD if hold else APPROVE
         self.headline = headline
         self.reasons.extend(hold)
@@ -171,7 +146,7 @@ class RayJobAnalysis(Analysis):
     # 7. ways out
     def ways_out(self) -> tuple[str, ...]:
         return next_steps(self.rollout, bool(self.schema_errors), self.findings, self.rendered,
-                          self.policy, bool(self.target.replacing))
+                          self.policy, bool(self.replacing))
 
 
 ANALYSIS = RayJobAnalysis

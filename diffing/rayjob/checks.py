@@ -49,7 +49,7 @@ def delete_self(ctx: Analysis) -> Iterator[Finding]:
         why = f"shutdownAfterJobFinishes with the operator's {_SELF_HEAL_ENV}=true"
     if path is None:
         return
-    heal = _self_heal(ctx.target.argo_apps)
+    heal = _self_heal(ctx.argo_apps)
     text = (f"{why}: the RayJob deletes itself once it finishes (RJC:1537-1542, 1560-1587); with Argo CD "
             "self-heal the RayJob is still in Git, so Argo CD recreates it and the job runs again, after "
             "every completion")

@@ -17,14 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from diffing.engine import RCC
-from diffing.holds import (
-    NOT_APPLIED_HOLD,
-    NOT_APPLIED_WARN,
-    error_hold,
-    known_headroom,
-    replacement_headline,
-    replacement_reason,
-)
+from diffing.holds import replacement_headline
 from diffing.kube.gojson import ABSENT
 from diffing.kube.manifests import Manifest
 from diffing.kube.paths import Path, schema_path
@@ -64,12 +57,9 @@ class RayServiceAnalysis(Analysis):
 
     def __init__(self, t: Target) -> None:
         super().__init__(t)
-        self.headroom, self.live = t.headroom, t.live
-        self.argo_apps, self.replacing = t.argo_apps, t.replacing
         b_text = dig(t.before.obj, "spec").get("serveConfigV2", ABSENT) if t.before else ABSENT
         a_text = dig(t.after.obj, "spec").get("serveConfigV2", ABSENT) if t.after else ABSENT
         self.b_serve, self.a_serve = self.engine.serve_config(b_text), self.engine.serve_config(a_text)
-        self.b_spec, self.a_spec = dig(self.b_def, "spec"), dig(self.a_def, "spec")
         self.autoscaling = is_true(rcc_of(self.a_def or self.b_def).get("enableInTreeAutoscaling"))
         self.full_equal = self.partial_equal = True
         self.real: set[Category] = set()
@@ -162,17 +152,8 @@ class RayServiceAnalysis(Analysis):
         if self.rollout == Rollout.SUSPEND:
             hold.append("suspending stops serving: hold until someone confirms the outage is intended")
             headline = "suspending stops serving"
-        errors = error_hold(self.findings, self.policy)
-        if errors:
-            hold.append(errors[0])
-            headline = headline or errors[1]
-        if self.rollout == Rollout.NOT_APPLIED:
-            if self.policy.not_applied == "hold":
-                hold.append(NOT_APPLIED_HOLD)
-                headline = headline or self.why_not_applied or "the operator will not apply this change"
-            else:
-                self.reasons.append(NOT_APPLIED_WARN)
-        return headline
+        return self.operator_holds(hold, headline,
+                                   self.why_not_applied or "the operator will not apply this change")
 
     def _capacity_holds(self, hold: list[str]) -> str:
         """Holds on the capacity a second cluster (or a renamed RayService next to the deleted
@@ -180,16 +161,15 @@ class RayServiceAnalysis(Analysis):
         assert self.capacity is not None
         extra = self.capacity.extra
         if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
-            known = known_headroom(self.headroom, self.live)
+            known = self.known
             holds = capacity_holds(self.policy, extra, known)
             hold.extend(holds)
             if holds:
                 if known is None:
                     return "no headroom is known"
                 return f"the known headroom ({render(known, self.policy, extra) or 'none'}) does not cover it"
-        if self.rollout == Rollout.CREATE and self.replacing and extra:
-            self.reasons.append(replacement_reason("RayService", self.replacing))
-            known = known_headroom(self.headroom, self.live)
+        if self.created_beside_deleted(extra):
+            known = self.known
             holds = capacity_holds(self.policy, extra, known, who="the new RayService",
                                    beside="the deleted one still runs")
             hold.extend(holds)
