@@ -83,11 +83,16 @@ class RayCronJobAnalysis(Analysis):
         return check_raycronjob(self.a_def, self.rules, self.policy.feature_gates)
 
     @cached_property
+    def before_check(self) -> CronCheck:
+        """``ValidateRayCronJobSpec`` on the before side (an empty object when there is none)."""
+        return check_raycronjob(self.b_def or {}, self.rules, self.policy.feature_gates)
+
+    @cached_property
     def was_rejected(self) -> bool:
         """KubeRay rejected the before side: its scheduling was stopped."""
         if self.b_def is None or not self.gate_on:
             return False
-        return bool(check_raycronjob(self.b_def, self.rules, self.policy.feature_gates).problems)
+        return bool(self.before_check.problems)
 
     @property
     def schedule(self) -> Schedule | None:
@@ -157,8 +162,7 @@ class RayCronJobAnalysis(Analysis):
             runs = 1  # the first run (a resume's catch-up may add more: see the findings)
         elif self.rollout == Rollout.NEXT_RUN and not suspended:
             if self.schedule_changed:
-                before_schedule = check_raycronjob(self.b_def or {}, self.rules,
-                                                   self.policy.feature_gates).schedule
+                before_schedule = self.before_check.schedule
                 if self.never:
                     runs = 1
                 elif before_schedule is not None and self.schedule is not None:
