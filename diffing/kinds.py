@@ -17,15 +17,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the registry imports no kind: each kind's modules may read it
     from diffing.pipeline import Analysis
 
-GROUP = "ray.io"
-
-
 @dataclass(frozen=True, slots=True)
 class Kind:
     name: str                 # as in ``kind:``
     package: str              # diffing/<package>/
-    since: tuple[int, int]    # the first KubeRay minor version that serves the CRD
-    gate: str | None = None   # the feature gate its controller needs, if any
+    gate: str | None = None   # the feature gate its controller needs, if any (off: nothing runs)
     live: bool = True         # app/live.py can read its live state (the live basis)
 
     @property
@@ -39,10 +35,10 @@ def _analysis(package: str) -> type[Analysis]:
 
 
 KINDS: tuple[Kind, ...] = (
-    Kind("RayService", "rayservice", (1, 0)),
-    Kind("RayCluster", "raycluster", (1, 0)),
-    Kind("RayJob", "rayjob", (1, 0)),
-    Kind("RayCronJob", "raycronjob", (1, 7), gate="RayCronJob", live=False),
+    Kind("RayService", "rayservice"),
+    Kind("RayCluster", "raycluster"),
+    Kind("RayJob", "rayjob"),
+    Kind("RayCronJob", "raycronjob", gate="RayCronJob", live=False),  # alpha, off: features.go:45-50, 110
 )
 
 NAMES: tuple[str, ...] = tuple(k.name for k in KINDS)

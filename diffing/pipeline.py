@@ -110,6 +110,9 @@ class Analysis:
         self.b_spec, self.a_spec = dig(self.b_def, "spec"), dig(self.a_def, "spec")
         self.headroom, self.live, self.replacing = t.headroom, t.live, t.replacing
         self.argo_apps = t.argo_apps
+        gate = BY_NAME[self.kind].gate
+        # Whether the operator runs this kind's controller at all (its feature gate, if any).
+        self.gate_on = gate is None or bool(self.rules.gates(self.policy.feature_gates).get(gate, False))
         self.changes: list[Change] = []
         self.reasons: list[str] = []
         self.findings: list[Finding] = []

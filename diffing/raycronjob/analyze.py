@@ -46,8 +46,6 @@ from diffing.rayjob.validation import cel_errors as job_cel_errors
 from diffing.report import APPROVE, HOLD, Capacity, Finding
 from diffing.vocab import Rollout
 
-GATE = "RayCronJob"  # pkg/features/features.go:45-50, 110
-
 
 class RayCronJobAnalysis(Analysis):
     kind = "RayCronJob"
@@ -62,7 +60,6 @@ class RayCronJobAnalysis(Analysis):
 
     def __init__(self, t: Target) -> None:
         super().__init__(t)
-        self.gate_on = bool(self.rules.gates(self.policy.feature_gates).get(GATE, False))
         self.real: set[str] = set()
         self.one_run: cap.Amounts = {}  # one run of the after template
         self.units: dict[str, str] = {}
