@@ -21,24 +21,29 @@ _out: dict[str, dict[str, str]] = {}
 _current = ["<collect>"]
 
 
+def norm(text: str) -> str:
+    """Temporary directories and the checkout's own path differ between runs, not reports."""
+    text = re.sub(r"/tmp/pytest-of-[^/]+/pytest-\d+/", "<tmp>/", text)
+    text = re.sub(r"(/tmp/(base|final)|/work/main)(?=/)", "<repo>", text)
+    return re.sub(r"/tmp/tmp[\w-]+", "<tmpdir>", text)
+
+
 def digest(report: Any) -> dict[str, str]:
+    """Hashes of the report as JSON, Markdown and annotations; with ``REPORT_RECORD_FULL`` set,
+    the normalised JSON and Markdown themselves (to read what differs)."""
     import diffing
     from diffing.render.annotations import annotate, render_github, render_sarif
 
-    def h(text: str) -> str:
-        # Temporary directories and the checkout's own path differ between runs, not reports.
-        text = re.sub(r"/tmp/pytest-of-[^/]+/pytest-\d+/", "<tmp>/", text)
-        text = re.sub(r"(/tmp/(base|final)|/work/main)(?=/)", "<repo>", text)
-        text = re.sub(r"/tmp/tmp[\w-]+", "<tmpdir>", text)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    items = annotate(report)
-    return {
-        "json": h(json.dumps(report.to_dict(), sort_keys=True, ensure_ascii=False)),
-        "markdown": h(diffing.render_markdown(report)),
-        "annotations": h(render_github(items) + json.dumps(render_sarif(report, items, version="x"),
-                                                           sort_keys=True)),
+    texts = {
+        "json": norm(json.dumps(report.to_dict(), sort_keys=True, indent=1, ensure_ascii=False)),
+        "markdown": norm(diffing.render_markdown(report)),
     }
+    if os.environ.get("REPORT_RECORD_FULL"):
+        return texts
+    items = annotate(report)
+    texts["annotations"] = norm(render_github(items) + json.dumps(render_sarif(report, items, version="x"),
+                                                                  sort_keys=True))
+    return {k: hashlib.sha256(v.encode()).hexdigest()[:16] for k, v in texts.items()}
 
 
 def pytest_configure(config: Any) -> None:
