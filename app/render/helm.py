@@ -253,6 +253,7 @@ def _render_binary(src: HelmSource, paths: CheckedPaths, limits: RenderLimits) -
         raise RenderError(TOOL, NOT_INSTALLED)
     plain, strings = set_expressions(src.parameters)
     inline_dir = tempfile.mkdtemp(prefix="rsi-helm-values-")  # mode 0700: private to this process
+    inline: dict[str, str] = {}
     try:
         argv = [helm, "template", src.release_name, paths.chart_dir]
         if src.namespace:
@@ -264,12 +265,22 @@ def _render_binary(src: HelmSource, paths: CheckedPaths, limits: RenderLimits) -
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(document)
             argv += ["--values", path]
+            inline[path] = f"inline values #{index + 1}"  # the SDK child's name for them
         for expression in plain:
             argv += ["--set", expression]
         for expression in strings:
             argv += ["--set-string", expression]
         argv.append("--include-crds")
-        out = run_tool(TOOL, argv, cwd=paths.chart_dir, limits=limits)
+        try:
+            out = run_tool(TOOL, argv, cwd=paths.chart_dir, limits=limits)
+        except RenderError as exc:
+            # helm names a values file it cannot parse by the path it was given: a private temporary
+            # file for inline values, which would change on every run. (Snapshot paths are cut by the
+            # pipeline, as for every renderer.)
+            message = exc.message
+            for path, name in inline.items():
+                message = message.replace(path, name)
+            raise RenderError(TOOL, message) from None
     finally:
         shutil.rmtree(inline_dir, ignore_errors=True)
     return decode_utf8(TOOL, out)

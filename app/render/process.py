@@ -243,8 +243,11 @@ def memory_env(memory_bytes: int | None) -> dict[str, str]:
 
 
 def _out_of_memory(err: bytearray) -> bool:
-    """Go's ``fatal error: out of memory`` / ``runtime: out of memory``, Python's ``MemoryError``."""
-    return b"out of memory" in err or b"MemoryError" in err or b"Cannot allocate memory" in err
+    """Go's ``fatal error: out of memory`` / ``runtime: out of memory``, Go's ``fatal error: runtime:
+    cannot allocate memory`` (a failed mmap, e.g. for a new thread's stack), Python's ``MemoryError``
+    and the C library's ``Cannot allocate memory``."""
+    return (b"out of memory" in err or b"MemoryError" in err or b"Cannot allocate memory" in err
+            or b"cannot allocate memory" in err)
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

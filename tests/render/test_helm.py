@@ -1,5 +1,7 @@
-"""The Helm renderer: real renders through the helm-python-sdk child, and the ``helm template`` command
-line checked against a recording stand-in ``helm`` (no helm binary exists on the test machines).
+"""The Helm renderer: real renders through both engines, the helm-python-sdk child and a real ``helm``
+binary (helm 4.2.1 built from its Go module by tests/tools.py; skipped with ``REAL HELM NOT BUILT``
+where it cannot be built), and the ``helm template`` command line checked against a recording
+stand-in ``helm`` (the arguments and environment are ours to check, whatever helm does with them).
 
 Charts are written into ``tmp_path`` per test so every case shows the chart it renders.
 """
@@ -21,6 +23,7 @@ import yaml
 import app.render.helm as helm_module
 from app.render.helm import HelmSource, helm_engine, render_helm
 from app.render.helm_sdk import apply_set, load_values, merge_maps, split_manifests
+from app.render.pipeline import repo_paths
 from app.render.process import RenderError, RenderLimits, child_env
 
 LIMITS = RenderLimits(timeout_s=30.0, max_bytes=10 * 1024 * 1024)
@@ -84,39 +87,39 @@ def repo(tmp_path: Path) -> Path:
 # --- values, in Helm's order --------------------------------------------------------------------
 
 
-def test_values_yaml_defaults(sdk: None, repo: Path) -> None:
+def test_values_yaml_defaults(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "charts" / "demo", values="replicas: 2\nimage: {repo: ray, tag: '2.9'}\n")
-    out = render_helm(source(repo, chart), LIMITS, engine="sdk")
+    out = render_helm(source(repo, chart), LIMITS, engine=engine)
     assert values_seen(out) == {"replicas": 2, "image": {"repo": "ray", "tag": "2.9"}}
     assert out.startswith("---\n# Source: demo/templates/configmap.yaml\n")
 
 
-def test_values_file_overrides_defaults(sdk: None, repo: Path) -> None:
+def test_values_file_overrides_defaults(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo", values="replicas: 2\nimage: {repo: ray, tag: '2.9'}\n")
     prod = write(repo / "env" / "prod.yaml", "image: {tag: '2.10'}\n")
-    out = render_helm(source(repo, chart, value_files=(str(prod),)), LIMITS, engine="sdk")
+    out = render_helm(source(repo, chart, value_files=(str(prod),)), LIMITS, engine=engine)
     assert values_seen(out) == {"replicas": 2, "image": {"repo": "ray", "tag": "2.10"}}
 
 
-def test_two_value_files_later_wins_and_maps_merge_deeply(sdk: None, repo: Path) -> None:
+def test_two_value_files_later_wins_and_maps_merge_deeply(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo", values="a: {b: {c: 0, d: 0}}\nlist: [1, 2, 3]\n")
     first = write(repo / "one.yaml", "a: {b: {c: 1}, x: 1}\nlist: [9]\nonly: one\n")
     second = write(repo / "two.yaml", "a: {b: {d: 2}, x: 2}\nonly: two\n")
-    out = render_helm(source(repo, chart, value_files=(str(first), str(second))), LIMITS, engine="sdk")
+    out = render_helm(source(repo, chart, value_files=(str(first), str(second))), LIMITS, engine=engine)
     # Maps merge key by key at every depth; a list is replaced whole; the later file wins a key.
     assert values_seen(out) == {"a": {"b": {"c": 1, "d": 2}, "x": 2}, "list": [9], "only": "two"}
 
 
-def test_inline_values_come_after_files_in_order(sdk: None, repo: Path) -> None:
+def test_inline_values_come_after_files_in_order(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo", values="a: chart\nb: chart\nc: chart\n")
     file = write(repo / "v.yaml", "a: file\nb: file\nc: file\n")
     out = render_helm(source(repo, chart, value_files=(str(file),), values=("b: inline1\nc: inline1\n",
                                                                              "c: inline2\n")),
-                      LIMITS, engine="sdk")
+                      LIMITS, engine=engine)
     assert values_seen(out) == {"a": "file", "b": "inline1", "c": "inline2"}
 
 
-def test_set_parameters_nested_list_index_and_force_string(sdk: None, repo: Path) -> None:
+def test_set_parameters_nested_list_index_and_force_string(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo", values="ports: [80, 443, 8080]\nworkers: [{name: a, gpus: 1}]\n")
     params = (
         ("head.resources.gpu", "1", False),         # nested key, typed: an integer
@@ -127,7 +130,7 @@ def test_set_parameters_nested_list_index_and_force_string(sdk: None, repo: Path
         ("hosts", "{x,y}", False),                  # ... but not in Helm's list syntax
     )
     out = render_helm(source(repo, chart, values=("workers: [{name: a, gpus: 1}, {name: b}]\n",),
-                                 parameters=params), LIMITS, engine="sdk")
+                                 parameters=params), LIMITS, engine=engine)
     seen = values_seen(out)
     assert seen["head"] == {"resources": {"gpu": 1}}
     # Helm writes --set into the user's values only: the chart's default list is replaced, not patched.
@@ -139,33 +142,33 @@ def test_set_parameters_nested_list_index_and_force_string(sdk: None, repo: Path
     assert seen["hosts"] == ["x", "y"]
 
 
-def test_set_string_applies_after_set_whatever_the_order(sdk: None, repo: Path) -> None:
+def test_set_string_applies_after_set_whatever_the_order(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo")
     params = (("x", "1", True), ("x", "2", False))
-    out = render_helm(source(repo, chart, parameters=params), LIMITS, engine="sdk")
+    out = render_helm(source(repo, chart, parameters=params), LIMITS, engine=engine)
     assert values_seen(out) == {"x": "1"}
 
 
-def test_release_name_and_namespace(sdk: None, repo: Path) -> None:
+def test_release_name_and_namespace(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo")
     (config,) = docs(render_helm(source(repo, chart, release="serve-prod", namespace="ray"), LIMITS,
-                                 engine="sdk"))
+                                 engine=engine))
     assert config["metadata"] == {"name": "serve-prod-config", "namespace": "ray"}
-    (config,) = docs(render_helm(source(repo, chart, release="serve-prod"), LIMITS, engine="sdk"))
+    (config,) = docs(render_helm(source(repo, chart, release="serve-prod"), LIMITS, engine=engine))
     assert config["metadata"]["namespace"] == "default"  # helm template's namespace without --namespace
 
 
-def test_values_yaml_scalars_read_like_helm(sdk: None, repo: Path) -> None:
+def test_values_yaml_scalars_read_like_helm(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo")
     file = write(repo / "v.yaml", "at: 12:30\nday: 2024-01-02\nflag: y\nmode: 0o17\nbig: 1e3\n")
-    seen = values_seen(render_helm(source(repo, chart, value_files=(str(file),)), LIMITS, engine="sdk"))
+    seen = values_seen(render_helm(source(repo, chart, value_files=(str(file),)), LIMITS, engine=engine))
     assert seen == {"at": "12:30", "day": "2024-01-02", "flag": True, "mode": 15, "big": 1000}
 
 
 # --- output shape ---------------------------------------------------------------------------------
 
 
-def test_stream_like_helm_template(sdk: None, repo: Path) -> None:
+def test_stream_like_helm_template(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo", templates={
         "b.yaml": "kind: B\nmetadata: {name: b1}\n---\n# only a comment\n---\n"
                   "kind: B\nmetadata: {name: b2}\n",
@@ -176,15 +179,23 @@ def test_stream_like_helm_template(sdk: None, repo: Path) -> None:
     })
     write(chart / "crds" / "widgets.yaml", "apiVersion: apiextensions.k8s.io/v1\n"
           "kind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\n")
-    out = render_helm(source(repo, chart), LIMITS, engine="sdk")
+    out = render_helm(source(repo, chart), LIMITS, engine=engine)
     sources = [line for line in out.splitlines() if line.startswith("# Source: ")]
-    assert sources == ["# Source: demo/crds/widgets.yaml", "# Source: demo/templates/a.yaml",
-                       "# Source: demo/templates/b.yaml", "# Source: demo/templates/b.yaml"]
+    if engine == "sdk":
+        assert sources == ["# Source: demo/crds/widgets.yaml", "# Source: demo/templates/a.yaml",
+                           "# Source: demo/templates/b.yaml", "# Source: demo/templates/b.yaml"]
+    else:
+        # helm keeps the comment-only document and sorts documents by kind (known kinds in its
+        # install order, then unknown ones alphabetically: "" before "A" before "B"), each kind in
+        # template-path order (helm v4.2.1 pkg/release/v1/util/kind_sorter.go, lessByKind).
+        assert sources == ["# Source: demo/crds/widgets.yaml", "# Source: demo/templates/b.yaml",
+                           "# Source: demo/templates/a.yaml", "# Source: demo/templates/b.yaml",
+                           "# Source: demo/templates/b.yaml"]
     assert [d["metadata"]["name"] for d in docs(out)] == ["widgets.example.com", "a", "b1", "b2"]
     assert "Thanks" not in out
 
 
-def test_subchart_renders_when_vendored_and_enabled(sdk: None, repo: Path) -> None:
+def test_subchart_renders_when_vendored_and_enabled(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo", values="worker: {enabled: false}\n",
                        chart_yaml_extra="dependencies:\n  - name: worker\n    version: 0.1.0\n"
                                         "    condition: worker.enabled\n")
@@ -192,71 +203,92 @@ def test_subchart_renders_when_vendored_and_enabled(sdk: None, repo: Path) -> No
                templates={"w.yaml": "kind: Worker\nmetadata: {name: {{ .Release.Name }}-w}\n"})
     write(chart / "charts" / "worker" / "crds" / "w.yaml",
           "kind: CustomResourceDefinition\nmetadata: {name: w}\n")
-    off = render_helm(source(repo, chart), LIMITS, engine="sdk")
+    off = render_helm(source(repo, chart), LIMITS, engine=engine)
     assert {d["kind"] for d in docs(off)} == {"ConfigMap"}
     enable = (("worker.enabled", "true", False),)
-    on = render_helm(source(repo, chart, parameters=enable), LIMITS, engine="sdk")
+    on = render_helm(source(repo, chart, parameters=enable), LIMITS, engine=engine)
     assert sorted(d["kind"] for d in docs(on)) == ["ConfigMap", "CustomResourceDefinition", "Worker"]
 
 
 # --- failures -------------------------------------------------------------------------------------
 
 
-def test_template_error_names_the_template(sdk: None, repo: Path) -> None:
+def test_template_error_names_the_template(engine: str, repo: Path) -> None:
     broken = "kind: X\ndata: {{ .Values.missing.deeper }}\n"
     chart = make_chart(repo / "demo", templates={"broken.yaml": broken})
     with pytest.raises(RenderError) as caught:
-        render_helm(source(repo, chart), LIMITS, engine="sdk")
+        render_helm(source(repo, chart), LIMITS, engine=engine)
     assert caught.value.tool == "helm"
     assert "demo/templates/broken.yaml:2" in caught.value.message
-    assert "\n" not in caught.value.message
+    assert "nil pointer evaluating interface {}.deeper" in caught.value.message  # Go's template error
+    if engine == "sdk":
+        assert "\n" not in caught.value.message  # the child prints one line; helm prints three
 
 
-def test_invalid_yaml_output_names_the_template(sdk: None, repo: Path) -> None:
+def test_invalid_yaml_output_names_the_template(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo", templates={"bad.yaml": "kind: X\n  nope: [\n"})
     with pytest.raises(RenderError, match="YAML parse error on demo/templates/bad.yaml"):
-        render_helm(source(repo, chart), LIMITS, engine="sdk")
+        render_helm(source(repo, chart), LIMITS, engine=engine)
 
 
-def test_missing_dependency_fails_and_names_it(sdk: None, repo: Path) -> None:
+def test_missing_dependency_fails_and_names_it(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo", chart_yaml_extra="dependencies:\n  - name: redis\n    version: 1.0.0\n"
                                                         "    repository: https://charts.example.com\n")
     (chart / "charts").mkdir()
     with pytest.raises(RenderError, match="missing in charts/ directory: redis"):
-        render_helm(source(repo, chart), LIMITS, engine="sdk")
+        render_helm(source(repo, chart), LIMITS, engine=engine)
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("- a\n- b\n", "is not a YAML mapping"),
-    ("a: [\n", "is not valid YAML"),
-    ("a: .nan\n", "holds .inf or .nan"),
+@pytest.mark.parametrize("text, problem, helm_says", [
+    ("- a\n- b\n", "is not a YAML mapping", "cannot unmarshal array into Go value of type map"),
+    ("a: [\n", "is not valid YAML", "yaml: line 1: did not find expected node content"),
+    ("a: .nan\n", "holds .inf or .nan", "json: unsupported value: NaN"),
 ])
-def test_bad_values_file_names_it(sdk: None, repo: Path, text: str, problem: str) -> None:
+def test_bad_values_file_names_it(engine: str, repo: Path, text: str, problem: str, helm_says: str) -> None:
     chart = make_chart(repo / "demo")
     bad = write(repo / "env" / "bad.yaml", text)
-    with pytest.raises(RenderError, match=f"values file env/bad.yaml {problem}"):
-        render_helm(source(repo, chart, value_files=(str(bad),)), LIMITS, engine="sdk")
+    with pytest.raises(RenderError) as caught:
+        render_helm(source(repo, chart, value_files=(str(bad),)), LIMITS, engine=engine)
+    # helm names the file by the (absolute) path it was given; a finding carries the message with
+    # the snapshot's folder cut out, as app.render.pipeline does for every renderer.
+    message = repo_paths(caught.value.message, str(repo))
+    if engine == "sdk":
+        assert f"values file env/bad.yaml {problem}" in message
+    else:
+        assert message.startswith("Error: failed to parse env/bad.yaml: ") and helm_says in message
+    assert str(repo) not in message
 
 
-def test_empty_values_file_is_no_values(sdk: None, repo: Path) -> None:
+@pytest.mark.parametrize("document", ["- a\n", "a: [\n"])
+def test_bad_inline_values_are_named_not_their_temporary_file(engine: str, repo: Path, document: str) -> None:
+    """The binary engine hands inline values to helm as a private temporary file; a finding names them
+    as the SDK child does, never by a path that changes on every run."""
+    chart = make_chart(repo / "demo")
+    with pytest.raises(RenderError) as caught:
+        render_helm(source(repo, chart, values=("a: 1\n", document)), LIMITS, engine=engine)
+    assert "inline values #2" in caught.value.message
+    assert "rsi-helm-values-" not in caught.value.message and "/tmp" not in caught.value.message
+
+
+def test_empty_values_file_is_no_values(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo", values="a: 1\n")
     empty = write(repo / "empty.yaml", "# nothing yet\n")
     assert values_seen(render_helm(source(repo, chart, value_files=(str(empty),)), LIMITS,
-                                   engine="sdk")) == {"a": 1}
+                                   engine=engine)) == {"a": 1}
 
 
-def test_time_limit_stops_the_child(sdk: None, repo: Path) -> None:
+def test_time_limit_stops_the_child(engine: str, repo: Path) -> None:
     # 400 million loop iterations: far beyond a second of template work on any machine.
     heavy = "{{- range until 20000 }}{{- range until 20000 }}{{- end }}{{- end }}\nkind: Never\n"
     chart = make_chart(repo / "demo", templates={"heavy.yaml": heavy})
     with pytest.raises(RenderError, match="took longer than 1 s"):
-        render_helm(source(repo, chart), RenderLimits(timeout_s=1.0), engine="sdk")
+        render_helm(source(repo, chart), RenderLimits(timeout_s=1.0), engine=engine)
 
 
-def test_output_cap_stops_the_child(sdk: None, repo: Path) -> None:
+def test_output_cap_stops_the_child(engine: str, repo: Path) -> None:
     chart = make_chart(repo / "demo", values="padding: " + "x" * 500 + "\n")
     with pytest.raises(RenderError, match="printed more than 100 bytes"):
-        render_helm(source(repo, chart), RenderLimits(max_bytes=100), engine="sdk")
+        render_helm(source(repo, chart), RenderLimits(max_bytes=100), engine=engine)
 
 
 def test_chart_folder_cannot_plant_modules_in_the_child(sdk: None, repo: Path) -> None:

@@ -250,11 +250,7 @@ def test_repo_url_tells_this_repositorys_applications(apps_repo: Path, capsys) -
     assert [r["source"] for r in report["resources"]] == ["Application llm-prod"]
 
 
-# -- Helm, through Helm's SDK in a child process (the helm binary where one is on PATH) -----------
-
-helm_sdk = pytest.mark.skipif(
-    find_tool("helm") is None and __import__("importlib").util.find_spec("helm_python") is None,
-    reason="neither helm nor helm-python-sdk is installed")
+# -- Helm, on both engines: the SDK child and the real helm binary ------------------------------
 
 OLD_IMAGE = "rayproject/ray-llm:2.52.0-py311-cu128"
 
@@ -267,8 +263,7 @@ def add_chart(repo: Path, folder: str = "charts/llm") -> None:
     write(repo, f"{folder}/templates/rayservice.yaml", template)
 
 
-@helm_sdk
-def test_chart_values_change_is_rendered(repo: Path, capsys) -> None:
+def test_chart_values_change_is_rendered(repo: Path, capsys, engine: str) -> None:
     add_chart(repo)
     base = commit(repo)
     write(repo, "charts/llm/values.yaml", {"image": f"rayproject/ray-llm:{NEW_TAG}"})
@@ -278,8 +273,7 @@ def test_chart_values_change_is_rendered(repo: Path, capsys) -> None:
     assert code == 3
 
 
-@helm_sdk
-def test_template_braces_do_not_hide_holds_elsewhere(repo: Path, capsys) -> None:
+def test_template_braces_do_not_hide_holds_elsewhere(repo: Path, capsys, engine: str) -> None:
     add_chart(repo)
     base = commit(repo)
     # A template edit that leaves the render unchanged, plus an image bump in an overlay.
@@ -292,8 +286,7 @@ def test_template_braces_do_not_hide_holds_elsewhere(repo: Path, capsys) -> None
     assert code == 3 and report["findings"] == []
 
 
-@helm_sdk
-def test_application_helm_value_files_parameters_and_release(apps_repo: Path, capsys) -> None:
+def test_application_helm_value_files_parameters_and_release(apps_repo: Path, capsys, engine: str) -> None:
     repo = apps_repo
     add_chart(repo)
     write(repo, "envs/prod/values.yaml", {"image": OLD_IMAGE})
@@ -309,8 +302,7 @@ def test_application_helm_value_files_parameters_and_release(apps_repo: Path, ca
     assert r["rollout"] == "new-cluster" and code == 3
 
 
-@helm_sdk
-def test_chart_with_missing_dependency_is_a_render_failure(repo: Path, capsys) -> None:
+def test_chart_with_missing_dependency_is_a_render_failure(repo: Path, capsys, engine: str) -> None:
     add_chart(repo)
     base = commit(repo)
     edit_yaml(repo, "charts/llm/Chart.yaml", lambda d: d.update(dependencies=[
@@ -321,8 +313,7 @@ def test_chart_with_missing_dependency_is_a_render_failure(repo: Path, capsys) -
     assert code == 3
 
 
-@helm_sdk
-def test_template_error_is_a_render_failure(repo: Path, capsys) -> None:
+def test_template_error_is_a_render_failure(repo: Path, capsys, engine: str) -> None:
     add_chart(repo)
     base = commit(repo)
     write(repo, "charts/llm/templates/broken.yaml", "{{ .Values.nope.deeper }}\n")
@@ -330,6 +321,23 @@ def test_template_error_is_a_render_failure(repo: Path, capsys) -> None:
     [f] = report["findings"]
     assert f["code"] == "render-failed" and "broken.yaml" in f["message"]
     assert code == 3
+
+
+@pytest.mark.parametrize("text", ["- a\n", "image: [\n"])
+def test_bad_values_file_is_a_render_failure_naming_it(apps_repo: Path, capsys, engine: str,
+                                                       text: str) -> None:
+    repo = apps_repo
+    add_chart(repo)
+    write(repo, "envs/prod/values.yaml", {"image": OLD_IMAGE})
+    write(repo, "apps/llm-helm.yaml", application("llm-helm", "charts/llm", "ray-helm",
+                                                  helm={"valueFiles": ["../../envs/prod/values.yaml"]}))
+    base = commit(repo)
+    write(repo, "envs/prod/values.yaml", text)
+    code, report = run(repo, base, commit(repo), capsys)
+    [f] = report["findings"]
+    assert (f["code"], f["path"]) == ("render-failed", "Application llm-helm") and code == 3
+    assert "envs/prod/values.yaml" in f["message"]
+    assert "/tmp" not in f["message"] and "rsi-" not in f["message"]  # repository paths only
 
 
 def test_gitops_sample_renders_to_its_reviewed_report(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
