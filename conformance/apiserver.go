@@ -51,7 +51,10 @@ type crdVersion struct {
 
 type crd struct {
 	group, kind string
-	versions    map[string]*crdVersion
+	versions    map[string]*crdVersion // the served versions
+	// storage is the version objects are stored in (apihelpers/helpers.go:181-189); conversion
+	// the CRD's strategy, "None" when the CRD names none (apis/apiextensions/v1/defaults.go:49-53).
+	storage, conversion string
 }
 
 func loadCRD(path string) (*crd, error) {
@@ -63,8 +66,15 @@ func loadCRD(path string) (*crd, error) {
 	if err := yaml.Unmarshal(data, &def); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	out := &crd{group: def.Spec.Group, kind: def.Spec.Names.Kind, versions: map[string]*crdVersion{}}
+	out := &crd{group: def.Spec.Group, kind: def.Spec.Names.Kind, versions: map[string]*crdVersion{},
+		conversion: string(apiextensionsv1.NoneConverter)}
+	if def.Spec.Conversion != nil && def.Spec.Conversion.Strategy != "" {
+		out.conversion = string(def.Spec.Conversion.Strategy)
+	}
 	for _, v := range def.Spec.Versions {
+		if v.Storage {
+			out.storage = v.Name
+		}
 		if !v.Served || v.Schema == nil {
 			continue
 		}
@@ -92,6 +102,9 @@ func loadCRD(path string) (*crd, error) {
 			cel: cel.NewValidator(s, true, celconfig.PerCallLimit),
 		}
 	}
+	if _, ok := out.versions[out.storage]; !ok {
+		return nil, fmt.Errorf("%s: the storage version %q is not served", def.Name, out.storage)
+	}
 	return out, nil
 }
 
@@ -114,6 +127,8 @@ func (c *crd) admit(ctx context.Context, obj, old map[string]any) Admission {
 	gv := u.GroupVersionKind()
 	v, ok := c.versions[gv.Version]
 	if gv.Group != c.group || u.GetKind() != c.kind || !ok {
+		// A version the CRD does not serve has no endpoint: the request falls through to the
+		// delegate, 404 (customresource_handler.go:313-316).
 		return Admission{Errors: []string{fmt.Sprintf("no served version %q of %s.%s", u.GetAPIVersion(), c.kind, c.group)}}
 	}
 	unknown, err := coerce(u, v.structural)
@@ -239,4 +254,51 @@ func equalNonMetadata(a, b map[string]any) bool {
 		return out
 	}
 	return apiequality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// ---- versions ---------------------------------------------------------------------------------
+//
+// A write in a version other than the storage version (ray.io/v1alpha1: served, not stored) is
+// decoded, defaulted and validated with its own version's schema (admit), then converted to the
+// storage version on its way to etcd, and defaulted again with the storage version's schema when
+// it is read back (what the operator sees). KubeRay's CRDs name no conversion, so the strategy is
+// None: nopConverter only relabels apiVersion (conversion/nop_converter.go:31-41), and the
+// schemaCoercingConverter around it prunes with the target version's schema
+// (customresource_handler.go:1357-1384 with apply, :1406-1471). Reading the stored object in
+// another version (the old object of an update) is the reverse: defaulted with the storage
+// schema as decoded from etcd, then converted (apimachinery versioning.go:167-193).
+
+func versionOf(obj map[string]any) string {
+	return (&unstructured.Unstructured{Object: obj}).GroupVersionKind().Version
+}
+
+// convert is the None strategy's conversion of obj to version, with the target version's pruning.
+func (c *crd) convert(obj map[string]any, version string) (map[string]any, error) {
+	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
+	if u.GroupVersionKind().Version == version {
+		return u.Object, nil
+	}
+	if c.conversion != string(apiextensionsv1.NoneConverter) {
+		return nil, fmt.Errorf("%s.%s: conversion strategy %s is not simulated", c.kind, c.group, c.conversion)
+	}
+	v, ok := c.versions[version]
+	if !ok {
+		return nil, fmt.Errorf("no served version %q of %s.%s", version, c.kind, c.group)
+	}
+	u.SetAPIVersion(c.group + "/" + version)
+	if _, err := coerce(u, v.structural); err != nil {
+		return nil, err
+	}
+	return u.Object, nil
+}
+
+// toStorage is an admitted object as the operator reads it: converted to the storage version
+// (written), then defaulted with that version's schema (read).
+func (c *crd) toStorage(obj map[string]any) (map[string]any, error) {
+	out, err := c.convert(obj, c.storage)
+	if err != nil {
+		return nil, err
+	}
+	structuraldefaulting.Default(out, c.versions[c.storage].structural)
+	return out, nil
 }

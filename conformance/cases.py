@@ -1,7 +1,9 @@
 """The case generator: KubeRay's own samples and the project's, times a mutation catalogue.
 
-A case is ``{id, version, featureGates, env, kind, before, after, mutations, base}``: ``before``
-is a sample, ``after`` the same object with one to three mutations applied. Everything is
+A case is ``{id, version, featureGates, env, kind, before, after, mutations, base}`` (plus
+``family`` for the create/delete/v1alpha1 families, :data:`FAMILY_SHARE`): ``before`` is a
+sample, ``after`` the same object with one to three mutations applied; a create has no
+``before`` (``lifecycle.create``), a delete no ``after`` (``lifecycle.delete``). Everything is
 deterministic for a seed. To add a mutation: write a function ``(obj, rng) -> obj | None``
 (``None``: it does not apply to this object) and register it with :func:`mutation`; then
 ``scripts/conformance.py show 'BASE|NAME'`` prints both answers for it.
@@ -73,7 +75,7 @@ def groups(obj: Obj) -> list[Obj]:
     return cs.setdefault("workerGroupSpecs", []) if cs is not None else []
 
 
-def containers(template: Obj) -> list[Obj]:
+def containers(template: Obj | None) -> list[Obj]:
     return ((template or {}).get("spec") or {}).get("containers") or []
 
 
@@ -114,7 +116,7 @@ def set_serve(obj: Obj, cfg: Obj) -> Obj:
 def _serve_replicas(o: Obj, rng: random.Random) -> Obj | None:
     cfg = serve(o)
     deps = cfg and cfg["applications"][0].get("deployments")
-    if not deps:
+    if not cfg or not deps:
         return None
     n = deps[0].get("num_replicas")
     deps[0]["num_replicas"] = (n if isinstance(n, int) else 1) + 1
@@ -125,7 +127,7 @@ def _serve_replicas(o: Obj, rng: random.Random) -> Obj | None:
 def _serve_user_config(o: Obj, rng: random.Random) -> Obj | None:
     cfg = serve(o)
     deps = cfg and cfg["applications"][0].get("deployments")
-    if not deps:
+    if not cfg or not deps:
         return None
     deps[0].setdefault("user_config", {})["conformance"] = rng.randint(1, 99)
     return set_serve(o, cfg)
@@ -747,6 +749,45 @@ def _mode(o: Obj, rng: random.Random) -> Obj | None:
     return o
 
 
+# create, delete, and the API version of the write
+
+# Markers, not edits: ``lifecycle.create`` makes the case a create (no "before": the object,
+# with the case's other mutations applied, is new), ``lifecycle.delete`` a delete (no "after":
+# the object, with the other mutations applied, is created first, then deleted). make_case
+# reads them; their functions are never called.
+LIFECYCLE = ("lifecycle.create", "lifecycle.delete")
+
+
+@mutation("lifecycle.create", alone=True)
+def _create(o: Obj, rng: random.Random) -> Obj | None:
+    raise AssertionError("a marker: make_case handles it")
+
+
+@mutation("lifecycle.delete", alone=True)
+def _delete(o: Obj, rng: random.Random) -> Obj | None:
+    raise AssertionError("a marker: make_case handles it")
+
+
+V1ALPHA1 = "ray.io/v1alpha1"
+
+
+@mutation("apiVersion.v1alpha1", alone=True)
+def _v1alpha1(o: Obj, rng: random.Random) -> Obj | None:
+    """The object written as ray.io/v1alpha1 (served, not stored; KubeRay's CRDs convert with
+    the None strategy: the API server only relabels it and prunes it to each version's schema)."""
+    if o.get("apiVersion") == V1ALPHA1:
+        return None
+    o["apiVersion"] = V1ALPHA1
+    return o
+
+
+@mutation("apiVersion.unserved", alone=True)
+def _unserved(o: Obj, rng: random.Random) -> Obj | None:
+    """A version of ray.io no KubeRay CRD serves: the API server has no such resource (404)."""
+    o["apiVersion"] = "ray.io/v1beta1"
+    return o
+
+
 # ---- bases --------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -810,6 +851,10 @@ def bases(kuberay_src: str | None) -> list[Base]:
         if cs is not None and ft["kind"] != "RayJob":
             cs["gcsFaultToleranceOptions"] = {"backend": "redis", "redisAddress": "redis:6379"}
             out.append(Base(b.name + "+gcsFT", ft))
+        # ... and written as ray.io/v1alpha1, so both sides of a change can be in that version.
+        alpha = copy.deepcopy(b.obj)
+        alpha["apiVersion"] = V1ALPHA1
+        out.append(Base(b.name + "+v1alpha1", alpha))
     return out
 
 
@@ -817,42 +862,108 @@ def bases(kuberay_src: str | None) -> list[Base]:
 
 def make_case(base: Base, names: tuple[str, ...], seed: int, version: str = VERSION) -> Obj | None:
     """``base`` with the named mutations applied in order, or None if one does not apply or
-    the mutations change nothing. ``version``: the KubeRay version both sides answer for."""
+    the mutations change nothing. ``version``: the KubeRay version both sides answer for.
+
+    With ``lifecycle.create`` the case creates the mutated object (no "before"); with
+    ``lifecycle.delete`` it deletes it (no "after"); otherwise it updates ``base`` to it."""
     known = GATES.get(version)
+    lifecycle = [n for n in names if n in LIFECYCLE]
+    if len(lifecycle) > 1:
+        return None
     rng = random.Random(f"{seed}|{base.name}|{'+'.join(names)}")
-    after: Obj | None = copy.deepcopy(base.obj)
+    obj: Obj | None = copy.deepcopy(base.obj)
     gates: dict[str, bool] = {}
     env: dict[str, str] = {}
     for name in names:
         m = CATALOGUE[name]
-        if base.obj["kind"] not in m.kinds or after is None:
+        if base.obj["kind"] not in m.kinds or obj is None:
             return None
         if known is not None and any(g not in known for g, _ in m.gates):
             return None
+        if name in LIFECYCLE:
+            continue
         try:
-            after = m.fn(after, rng)
+            obj = m.fn(obj, rng)
         except (AttributeError, KeyError, IndexError, TypeError):
             return None  # the sample lacks what the mutation edits (e.g. a template without metadata)
         gates.update(m.gates)
         env.update(m.env)
-    if after is None or after == base.obj:
+    if obj is None:
+        return None
+    before: Obj | None = base.obj
+    after: Obj | None = obj
+    if lifecycle == ["lifecycle.create"]:
+        before = None
+    elif lifecycle == ["lifecycle.delete"]:
+        before, after = obj, None
+    elif obj == base.obj:
         return None
     return {"id": f"{base.name}|{'+'.join(names)}", "version": version, "featureGates": gates, "env": env,
             "kind": base.obj["kind"], "base": base.name, "mutations": list(names),
-            "before": base.obj, "after": after}
+            "before": before, "after": after}
+
+
+def operation(case: Obj) -> str:
+    """``create`` (no before), ``delete`` (no after) or ``update``."""
+    return "create" if case.get("before") is None else "delete" if case.get("after") is None else "update"
+
+
+# The families of create/delete/v1alpha1 cases and their share of a run of ``count`` cases:
+# every base's create and delete when count // 10 covers them (a full run), the invalid-value
+# mutations on a create and the API-version writes (v1alpha1; a create in a version no CRD
+# serves) with count // 20 each, and what the operator
+# holds back (created suspended, created or deleted with managedBy another controller) with
+# count // 40.
+FAMILY_SHARE = {"create": 10, "delete": 10, "create-invalid": 20, "v1alpha1": 20, "held": 40}
+
+
+def families(all_bases: list[Base], seed: int, version: str) -> dict[str, list[Obj]]:
+    """Every case of each create/delete/v1alpha1 family (see :data:`FAMILY_SHARE`)."""
+    invalid = [n for n in CATALOGUE if n.startswith("invalid.")]
+    others = [n for n, m in CATALOGUE.items() if not m.alone]
+    rng = random.Random(f"{seed}|families")
+    out: dict[str, list[Obj]] = {k: [] for k in FAMILY_SHARE}
+
+    def add(family: str, base: Base, names: tuple[str, ...]) -> None:
+        c = make_case(base, names, seed, version)
+        if c is not None:
+            c["family"] = family
+            out[family].append(c)
+
+    for b in all_bases:
+        add("create", b, ("lifecycle.create",))
+        add("delete", b, ("lifecycle.delete",))
+        for n in invalid:
+            add("create-invalid", b, ("lifecycle.create", n))
+        add("held", b, ("lifecycle.create", "suspend.true"))
+        add("held", b, ("lifecycle.create", "managedBy.kueue"))
+        add("held", b, ("lifecycle.delete", "managedBy.kueue"))
+        if b.obj.get("apiVersion") != V1ALPHA1:
+            add("v1alpha1", b, ("apiVersion.v1alpha1",))
+            add("v1alpha1", b, ("lifecycle.create", "apiVersion.v1alpha1"))
+            add("v1alpha1", b, ("apiVersion.v1alpha1", rng.choice(others)))
+            add("v1alpha1", b, ("lifecycle.create", "apiVersion.unserved"))
+    return out
 
 
 def generate(kuberay_src: str | None, seed: int, count: int | None = None,
              version: str = VERSION) -> list[Obj]:
-    """``count`` cases: three fifths single mutations (a seeded sample that keeps every mutation
-    and every base represented), the rest random combinations of two or three. Without a
-    count: every single mutation of every base and as many combinations again."""
+    """``count`` cases: the create/delete/v1alpha1 families' shares (:data:`FAMILY_SHARE`,
+    spread over kinds and mutations), then updates: three fifths single mutations (a seeded
+    sample that keeps every mutation and every base represented), the rest random combinations
+    of two or three. Without a count: every case of every family, every single mutation of
+    every base and as many combinations again."""
     rng = random.Random(seed)
     all_bases = bases(kuberay_src)
-    singles = [c for b in all_bases for n in CATALOGUE if (c := make_case(b, (n,), seed, version))]
-    target = count if count is not None else 2 * len(singles)
+    lifecycle: list[Obj] = []
+    for family, cases in families(all_bases, seed, version).items():
+        n = len(cases) if count is None else min(len(cases), count // FAMILY_SHARE[family])
+        lifecycle += _stratified(cases, n, random.Random(f"{seed}|{family}"))
+    updates = [n for n, m in CATALOGUE.items() if n not in LIFECYCLE and not n.startswith("apiVersion.")]
+    singles = [c for b in all_bases for n in updates if (c := make_case(b, (n,), seed, version))]
+    target = count - len(lifecycle) if count is not None else 2 * len(singles)
     out = singles if count is None else _spread(singles, min(len(singles), target * 3 // 5), rng)
-    ids = {c["id"] for c in out}
+    ids = {c["id"] for c in out} | {c["id"] for c in lifecycle}
     by_kind = {k: [n for n, m in CATALOGUE.items() if k in m.kinds and not m.alone] for k in KINDS}
     attempts = 0
     while len(out) < target and attempts < 50 * target:
@@ -864,7 +975,26 @@ def generate(kuberay_src: str | None, seed: int, count: int | None = None,
         if c and c["id"] not in ids:
             ids.add(c["id"])
             out.append(c)
-    return out
+    return lifecycle + out
+
+
+def _stratified(cases: list[Obj], n: int, rng: random.Random) -> list[Obj]:
+    """n cases taken in turn from each (kind, mutations) group, each group in a seeded order, so
+    that a small share still covers every kind and every mutation; in their original order."""
+    groups: dict[str, list[Obj]] = {}
+    for c in cases:
+        groups.setdefault(f"{c['kind']}|{'+'.join(c['mutations'])}", []).append(c)
+    for g in groups.values():
+        rng.shuffle(g)
+    queues = [groups[k] for k in sorted(groups)]
+    rng.shuffle(queues)
+    picked: list[Obj] = []
+    while len(picked) < n and any(queues):
+        for q in queues:
+            if q and len(picked) < n:
+                picked.append(q.pop())
+    order = {c["id"]: i for i, c in enumerate(cases)}
+    return sorted(picked, key=lambda c: order[c["id"]])
 
 
 def _spread(cases: list[Obj], n: int, rng: random.Random) -> list[Obj]:

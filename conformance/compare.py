@@ -42,12 +42,26 @@ def _policy(case: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"operator": operator} if operator else None
 
 
+def operation(case: Mapping[str, Any]) -> str:
+    """``create`` (no before), ``delete`` (no after) or ``update``."""
+    return "create" if case.get("before") is None else "delete" if case.get("after") is None else "update"
+
+
+def _text(obj: Mapping[str, Any] | None) -> str:
+    """A side as the CLI reads it: YAML, or ``""`` for an absent object (how ``analyze`` is told
+    that the change creates or deletes it)."""
+    return "" if obj is None else yaml.safe_dump(obj, sort_keys=False)
+
+
 def predict(case: Mapping[str, Any]) -> dict[str, Any]:
-    """The Python prediction of ``case`` in the common vocabulary."""
+    """The Python prediction of ``case`` in the common vocabulary. A create or a delete keeps the
+    prediction's own ``create`` / ``delete`` rollout: the oracle classifies those cases in the
+    same words (``none`` when ``managedBy`` names another controller, ``not-applied`` when the
+    API server or KubeRay's validation rejects a created object)."""
     import diffing
 
-    before = yaml.safe_dump(case["before"], sort_keys=False)
-    after = yaml.safe_dump(case["after"], sort_keys=False)
+    before = _text(case.get("before"))
+    after = _text(case.get("after"))
     try:
         report = diffing.analyze(before, after, kuberay_version=case.get("version", "1.7.0"),
                                  policy=_policy(case)).to_dict()
@@ -73,7 +87,7 @@ def predict(case: Mapping[str, Any]) -> dict[str, Any]:
         "reasons": r["reasons"],
         "findings": sorted(codes),
     }
-    if case["kind"] in ("RayService", "RayCluster"):
+    if case["kind"] in ("RayService", "RayCluster") and case.get("after") is not None:
         out.update(_python_hash(case))
     return out
 
@@ -153,7 +167,7 @@ def compare(case: Mapping[str, Any], py: Mapping[str, Any],
         return out
     if py["admission"] != oracle["admission"]:
         differ("admission", py["admission"], oracle["admission"])
-    if py["admission"] == oracle["admission"] == "accepted":
+    if py["admission"] == oracle["admission"] == "accepted" and operation(case) != "delete":
         if py["validation"] != oracle["validation"]:
             differ("validation", py["validation"], oracle["validation"])
         if "hash" in oracle and oracle["hash"]:
@@ -169,12 +183,13 @@ def compare(case: Mapping[str, Any], py: Mapping[str, Any],
     return out
 
 
-def agreement_fields(py: Mapping[str, Any], oracle: Mapping[str, Any]) -> list[str]:
-    """The fields this case decides on both sides (the denominators of the agreement figures)."""
+def agreement_fields(py: Mapping[str, Any], oracle: Mapping[str, Any], op: str = "update") -> list[str]:
+    """The fields this case decides on both sides (the denominators of the agreement figures). A
+    delete writes no object: nothing to validate or hash."""
     if py.get("error"):
         return ["prediction-error"]
     fields = ["admission", "rollout", "accelerators"]
-    if py["admission"] == oracle["admission"] == "accepted":
+    if py["admission"] == oracle["admission"] == "accepted" and op != "delete":
         fields.append("validation")
         if oracle.get("hash"):
             fields.append("hash")
@@ -214,7 +229,10 @@ def matching_limit(case: Mapping[str, Any], d: Mapping[str, Any], limits: Iterab
                    ) -> Mapping[str, Any] | None:
     """The first documented limit that covers disagreement ``d`` of ``case``: same field, the same
     answers where the limit names them, its kind, and every mutation it names among the case's
-    (``anyMutation``: at least one of them)."""
+    (``anyMutation``: at least one of them); ``apiVersion``: the written object's (the after
+    side, the before side of a delete); ``pruned``: whether the API server pruned fields of the
+    written object (the oracle's unknown-field paths, ``d["oracleUnknownFields"]``)."""
+    written = case.get("after") if case.get("after") is not None else case.get("before")
     for lim in limits:
         if lim["field"] != d["field"]:
             continue
@@ -235,6 +253,10 @@ def matching_limit(case: Mapping[str, Any], d: Mapping[str, Any], limits: Iterab
             continue
         if "difference" in lim and lim["difference"] not in (d.get("firstDifference") or ""):
             continue
+        if "apiVersion" in lim and lim["apiVersion"] != (written or {}).get("apiVersion"):
+            continue
+        if "pruned" in lim and lim["pruned"] != bool(d.get("oracleUnknownFields")):
+            continue
         return lim
     return None
 
@@ -246,6 +268,7 @@ def evaluate(cases: Iterable[Mapping[str, Any]], results: Mapping[str, Mapping[s
     """Agreement per field, every disagreement (with the limit that covers it, if any), and the
     cases the oracle could not run (e.g. a sample whose "before" KubeRay rejects)."""
     agree: dict[str, list[int]] = {}
+    by_family: dict[str, dict[str, list[int]]] = {}
     disagreements: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
     for case in cases:
@@ -257,20 +280,33 @@ def evaluate(cases: Iterable[Mapping[str, Any]], results: Mapping[str, Mapping[s
         orc = oracle_view(res)
         diffs = compare(case, py, orc)
         bad = {d["field"] for d in diffs}
-        for f in agreement_fields(py, orc):
-            agree.setdefault(f, [0, 0])
-            agree[f][1] += 1
-            agree[f][0] += f not in bad
+        family = by_family.setdefault(str(case.get("family") or "update"), {})
+        for f in agreement_fields(py, orc, operation(case)):
+            for counts in (agree, family):
+                counts.setdefault(f, [0, 0])
+                counts[f][1] += 1
+                counts[f][0] += f not in bad
         for d in diffs:
-            d = {"id": case["id"], "kind": case["kind"], "mutations": case.get("mutations"), **d,
+            d = {"id": case["id"], "kind": case["kind"], "mutations": case.get("mutations"),
+                 "family": case.get("family") or "update", **d,
                  "pythonReasons": py.get("reasons"), "oracleEvents": res.get("events"),
                  "oracleClusters": res.get("clusters"), "oraclePods": res.get("pods"),
+                 "oracleUnknownFields": _unknown_fields(res),
                  "probe": res.get("probe")}
             d["limit"] = (matching_limit(case, d, limits) or {}).get("id")
             disagreements.append(d)
     return {"agreement": {f: {"agree": a, "of": n} for f, (a, n) in sorted(agree.items())},
+            # the same per case family (cases.FAMILY_SHARE: create, delete, create-invalid,
+            # v1alpha1; every other case is an update)
+            "agreementByFamily": {fam: {f: {"agree": a, "of": n} for f, (a, n) in sorted(counts.items())}
+                                  for fam, counts in sorted(by_family.items())},
             "disagreements": disagreements, "skipped": skipped,
             "unexplained": [d for d in disagreements if not d["limit"]]}
+
+
+def _unknown_fields(result: Mapping[str, Any]) -> list[str] | None:
+    """The paths the API server pruned from the written object (the oracle's admission)."""
+    return ((result.get("admission") or {}).get("after") or {}).get("unknownFields")
 
 
 def minimal(disagreement: Mapping[str, Any], report: Mapping[str, Any]) -> str | None:

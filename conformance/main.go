@@ -4,6 +4,8 @@
 // RayJob. See README.md.
 //
 //	conformance -crds DIR [cases.jsonl ...]   (no file: standard input)
+//	conformance -crds DIR -dump-world [cases.jsonl ...]    one world per case (upgrade.go)
+//	conformance -crds DIR -upgrade [worlds.jsonl ...]      one upgrade result per world
 package main
 
 import (
@@ -63,6 +65,8 @@ func applySettings(c *Case) func() {
 func main() {
 	crdDir := flag.String("crds", "", "KubeRay's config/crd/bases directory (default: next to the ray-operator source)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile here")
+	dumpWorld := flag.Bool("dump-world", false, "read cases, write each case's converged world (upgrade.go)")
+	upgrade := flag.Bool("upgrade", false, "read dumped worlds (of another build), write what this build's operator does with each (upgrade.go)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -111,6 +115,11 @@ func main() {
 		for scanner.Scan() {
 			line := bytes.TrimSpace(scanner.Bytes())
 			if len(line) == 0 {
+				continue
+			}
+			if *dumpWorld || *upgrade {
+				must(enc.Encode(upgradeLine(line, *upgrade, crds)))
+				out.Flush()
 				continue
 			}
 			var c Case

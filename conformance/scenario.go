@@ -19,6 +19,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,8 +46,10 @@ type Case struct {
 
 // Result is one output line.
 type Result struct {
-	ID        string `json:"id"`
-	Kind      string `json:"kind"`
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Op: "update" (before and after), "create" (no before) or "delete" (no after).
+	Op        string `json:"op"`
 	Admission struct {
 		Before *Admission `json:"before"`
 		After  *Admission `json:"after,omitempty"`
@@ -76,16 +79,29 @@ type Result struct {
 		Peak   map[string]string `json:"peak"`
 		Extra  map[string]string `json:"extra"`
 	} `json:"accelerators"`
-	Hash      *Hashes  `json:"hash,omitempty"`
-	Probe     string   `json:"probe,omitempty"` // RayCluster: do pods built later differ? "differs" | "same"
-	Events    []string `json:"events"`          // reasons recorded after the change, in order, deduplicated
-	Rounds    []int    `json:"rounds"`
-	Converged bool     `json:"converged"`
-	Errors    int      `json:"reconcileErrors"`
-	LastError string   `json:"lastReconcileError,omitempty"`
-	Error     string   `json:"error,omitempty"` // the harness could not run the case
-	Millis    int64    `json:"ms"`
-	Debug     any      `json:"debug,omitempty"` // CONFORMANCE_DEBUG=1: submissions, events, changes
+	Hash      *Hashes   `json:"hash,omitempty"`
+	Deletion  *Deletion `json:"deletion,omitempty"`
+	Probe     string    `json:"probe,omitempty"` // RayCluster: do pods built later differ? "differs" | "same"
+	Events    []string  `json:"events"`          // reasons recorded after the change, in order, deduplicated
+	Rounds    []int     `json:"rounds"`
+	Converged bool      `json:"converged"`
+	Errors    int       `json:"reconcileErrors"`
+	LastError string    `json:"lastReconcileError,omitempty"`
+	Error     string    `json:"error,omitempty"` // the harness could not run the case
+	Millis    int64     `json:"ms"`
+	Debug     any       `json:"debug,omitempty"` // CONFORMANCE_DEBUG=1: submissions, events, changes
+}
+
+// Deletion: what a delete case found and left. Finalizers: the object's when it was deleted (the
+// operator's: they hold it until the operator has cleaned up); StopJob: the Ray jobs the
+// operator stopped through the dashboard (a RayJob's finalizer, rayjob_controller.go:112-139);
+// Gone: the object no longer exists at the end; Left: the RayClusters and pods still there,
+// none when GC and the operator removed everything it owned.
+type Deletion struct {
+	Finalizers []string `json:"finalizers"`
+	StopJob    int      `json:"stopJob"`
+	Gone       bool     `json:"gone"`
+	Left       []string `json:"left"`
 }
 
 // Validation is the operator's validation verdict on the object after the change.
@@ -117,9 +133,29 @@ func newObject(kind string) client.Object {
 	return nil
 }
 
+// operation: what the case does to the object: "create" (no before), "delete" (no after) or
+// "update" (both).
+func (c *Case) operation() string {
+	switch {
+	case c.Before == nil && c.After != nil:
+		return "create"
+	case c.Before != nil && c.After == nil:
+		return "delete"
+	case c.Before != nil && c.After != nil:
+		return "update"
+	}
+	return ""
+}
+
+func objectName(obj map[string]any) string {
+	m, _ := obj["metadata"].(map[string]any)
+	name, _ := m["name"].(string)
+	return name
+}
+
 func runCase(c *Case, crds map[string]*crd) (res Result) {
 	start := time.Now()
-	res.ID, res.Kind = c.ID, c.Kind
+	res.ID, res.Kind, res.Op = c.ID, c.Kind, c.operation()
 	res.Serve = map[string]int{}
 	res.Pods.Created, res.Pods.Deleted = map[string]int{}, map[string]int{}
 	defer func() {
@@ -132,51 +168,105 @@ func runCase(c *Case, crds map[string]*crd) (res Result) {
 		res.Millis = time.Since(start).Milliseconds()
 	}()
 	api := crds[c.Kind]
-	if api == nil || newObject(c.Kind) == nil || c.Before == nil || c.After == nil {
-		res.Error = "unsupported case: kind " + c.Kind + " with both before and after"
+	if api == nil || newObject(c.Kind) == nil || res.Op == "" {
+		res.Error = "unsupported case: kind " + c.Kind + " with neither before nor after"
 		return res
 	}
 	restore := applySettings(c)
 	defer restore()
 	w := newWorld()
+	name := objectName(c.Before)
+	if c.Before == nil {
+		name = objectName(c.After)
+	}
 
-	// 1. before: create and converge to the steady state.
+	// 1. before: create and converge to the steady state (a create starts from an empty world).
 	w.phase = "before"
-	adm := api.admit(w.ctx, c.Before, nil)
-	res.Admission.Before = &adm
-	if !adm.Accepted {
-		res.Error = "the before object is rejected: " + strings.Join(adm.Errors, "; ")
-		return res
+	var storedBefore map[string]any // as the operator reads it (storage version, defaulted)
+	var obj client.Object
+	if c.Before != nil {
+		adm := api.admit(w.ctx, c.Before, nil)
+		res.Admission.Before = &adm
+		if !adm.Accepted {
+			res.Error = "the before object is rejected: " + strings.Join(adm.Errors, "; ")
+			return res
+		}
+		var err error
+		storedBefore, err = api.toStorage(adm.Stored)
+		must(err)
+		obj = newObject(c.Kind)
+		must(runtime.DefaultUnstructuredConverter.FromUnstructured(storedBefore, obj))
+		must(w.c.Create(w.ctx, obj))
+		n, ok := w.converge(maxRounds, true)
+		res.Rounds = append(res.Rounds, n)
+		res.Converged = ok
+	} else {
+		res.Converged = true
 	}
-	obj := newObject(c.Kind)
-	must(runtime.DefaultUnstructuredConverter.FromUnstructured(adm.Stored, obj))
-	must(w.c.Create(w.ctx, obj))
-	n, ok := w.converge(maxRounds, true)
-	res.Rounds = append(res.Rounds, n)
-	res.Converged = ok
-	before := w.snapshot(c.Kind, obj.GetName())
+	before := w.snapshot(c.Kind, name)
 
-	// 2. after: the user's write, as an update of the stored object.
+	// 2. after: the user's write (an update of the stored object, or a create), or the delete.
 	w.phase = "after"
-	cur := newObject(c.Kind)
-	must(w.c.Get(w.ctx, client.ObjectKeyFromObject(obj), cur))
-	curU, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
-	must(err)
-	old := runtime.DeepCopyJSON(adm.Stored)
-	old["metadata"] = curU["metadata"]
-	if st, ok := curU["status"]; ok {
-		old["status"] = st
+	var storedAfter map[string]any
+	switch res.Op {
+	case "delete":
+		// A DELETE runs no validation of the object (registry/customresource/strategy.go has no
+		// delete hook); finalizers keep it Terminating until the operator removes them.
+		res.Admission.After = &Admission{Accepted: true}
+		cur := newObject(c.Kind)
+		must(w.c.Get(w.ctx, client.ObjectKeyFromObject(obj), cur))
+		res.Deletion = &Deletion{Finalizers: cur.GetFinalizers()}
+		must(w.c.Delete(w.ctx, cur, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	case "create":
+		adm2 := api.admit(w.ctx, c.After, nil)
+		res.Admission.After = &adm2
+		if adm2.Accepted {
+			var err error
+			storedAfter, err = api.toStorage(adm2.Stored)
+			must(err)
+			obj = newObject(c.Kind)
+			must(runtime.DefaultUnstructuredConverter.FromUnstructured(storedAfter, obj))
+			must(w.c.Create(w.ctx, obj))
+		}
+	default:
+		cur := newObject(c.Kind)
+		must(w.c.Get(w.ctx, client.ObjectKeyFromObject(obj), cur))
+		curU, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
+		must(err)
+		old := runtime.DeepCopyJSON(storedBefore)
+		old["metadata"] = curU["metadata"]
+		if st, ok := curU["status"]; ok {
+			old["status"] = st
+		}
+		// The stored object as the API server reads it in the version of the write.
+		old, err = api.convert(old, versionOf(c.After))
+		if err != nil { // a version the CRD does not serve: admit rejects the write itself
+			old = runtime.DeepCopyJSON(storedBefore)
+		}
+		next := runtime.DeepCopyJSON(c.After)
+		next["metadata"] = userMetadata(c.After, curU)
+		adm2 := api.admit(w.ctx, next, old)
+		res.Admission.After = &adm2
+		if adm2.Accepted {
+			storedAfter, err = api.toStorage(adm2.Stored)
+			must(err)
+			obj2 := newObject(c.Kind)
+			must(runtime.DefaultUnstructuredConverter.FromUnstructured(storedAfter, obj2))
+			obj2.SetResourceVersion(cur.GetResourceVersion())
+			must(w.c.Update(w.ctx, obj2))
+			if versionOf(c.After) != api.storage {
+				// The status went through the write's version too (PrepareForUpdate keeps the old
+				// one, read in that version: v1alpha1 has no conditions); the fake client's Update
+				// keeps the stored status, so it is written as the API server stored it.
+				st := newObject(c.Kind)
+				must(runtime.DefaultUnstructuredConverter.FromUnstructured(storedAfter, st))
+				st.SetResourceVersion(obj2.GetResourceVersion())
+				must(w.c.Status().Update(w.ctx, st))
+			}
+		}
 	}
-	next := runtime.DeepCopyJSON(c.After)
-	next["metadata"] = userMetadata(c.After, curU)
-	adm2 := api.admit(w.ctx, next, old)
-	res.Admission.After = &adm2
-	if adm2.Accepted {
-		obj2 := newObject(c.Kind)
-		must(runtime.DefaultUnstructuredConverter.FromUnstructured(adm2.Stored, obj2))
-		obj2.SetResourceVersion(cur.GetResourceVersion())
-		must(w.c.Update(w.ctx, obj2))
-		n, ok = w.converge(maxRounds, false)
+	if res.Admission.After.Accepted {
+		n, ok := w.converge(maxRounds, false)
 		res.Rounds = append(res.Rounds, n)
 		w.phase = "settle"
 		w.fastForward()
@@ -184,17 +274,21 @@ func runCase(c *Case, crds map[string]*crd) (res Result) {
 		res.Rounds = append(res.Rounds, n2)
 		res.Converged = res.Converged && ok && ok2
 	}
-	after := w.snapshot(c.Kind, obj.GetName())
+	after := w.snapshot(c.Kind, name)
 	w.readBack(&res, before, after)
 	switch {
-	case !adm2.Accepted:
+	case !res.Admission.After.Accepted:
 		res.Rollout = "not-applied"
+	case res.Op == "create":
+		w.created(&res, after, storedAfter)
+	case res.Op == "delete":
+		w.deleted(&res, before, after)
 	case c.Kind == "RayService":
-		w.rayService(&res, before, after, adm.Stored, adm2.Stored)
+		w.rayService(&res, before, after, storedBefore, storedAfter)
 	case c.Kind == "RayCluster":
-		w.rayCluster(&res, before, after, adm.Stored, adm2.Stored)
+		w.rayCluster(&res, before, after, storedBefore, storedAfter)
 	case c.Kind == "RayJob":
-		w.rayJob(&res, before, after, adm.Stored, adm2.Stored)
+		w.rayJob(&res, before, after, storedBefore, storedAfter)
 	}
 	for k, v := range w.errors {
 		if k != "before" {
@@ -228,7 +322,7 @@ func userMetadata(after map[string]any, stored map[string]any) map[string]any {
 // ---- snapshots -----------------------------------------------------------------------------
 
 type snapshot struct {
-	obj      client.Object                // the RayService / RayCluster / RayJob
+	obj      client.Object                // the RayService / RayCluster / RayJob; nil if there is none
 	clusters map[string]*rayv1.RayCluster // by name
 	heads    map[string]*corev1.Pod       // head pod by cluster name
 	pods     map[string][]corev1.Pod      // by cluster name
@@ -238,7 +332,12 @@ type snapshot struct {
 func (w *world) snapshot(kind, name string) *snapshot {
 	s := &snapshot{obj: newObject(kind), clusters: map[string]*rayv1.RayCluster{}, heads: map[string]*corev1.Pod{},
 		pods: map[string][]corev1.Pod{}, totals: map[string]int64{}}
-	must(w.c.Get(w.ctx, client.ObjectKey{Namespace: namespace, Name: name}, s.obj))
+	// nil: there is no such object (before a create, after a delete).
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: namespace, Name: name}, s.obj); apierrors.IsNotFound(err) {
+		s.obj = nil
+	} else {
+		must(err)
+	}
 	var clusters rayv1.RayClusterList
 	var pods corev1.PodList
 	must(w.c.List(w.ctx, &clusters))
@@ -343,21 +442,120 @@ func (w *world) eventsAfter(reasons ...string) *Event {
 	return nil
 }
 
+// ---- validation -------------------------------------------------------------------------------
+
+// serviceValidation: the Ready condition's reason and the event (rayservice_controller.go:157-171).
+func (w *world) serviceValidation(rs *rayv1.RayService) *Validation {
+	v := &Validation{}
+	if cond := meta.FindStatusCondition(rs.Status.Conditions, string(rayv1.RayServiceReady)); cond != nil &&
+		cond.Reason == string(rayv1.RayServiceValidationFailed) {
+		v.Failed, v.Message = true, cond.Message
+		if e := w.eventsAfter(string(utils.InvalidRayServiceSpec), string(utils.InvalidRayServiceMetadata)); e != nil {
+			v.Reason = e.Reason
+		}
+	}
+	return v
+}
+
+// clusterValidation: an event only, the cluster is not reconciled (rc.go:165-215). The
+// autoscaler-v1 restartPolicy event shares the reason but is a warning ("spec warning").
+func (w *world) clusterValidation() *Validation {
+	v := &Validation{}
+	for _, e := range w.events {
+		if e.Phase == "before" || !strings.HasPrefix(e.Reason, "InvalidRayCluster") || strings.Contains(e.Note, "spec warning") {
+			continue
+		}
+		v.Failed, v.Reason, v.Message = true, e.Reason, e.Note
+		break
+	}
+	return v
+}
+
+// jobValidation: JobDeploymentStatus ValidationFailed and an event (rayjob_controller.go:147-161).
+func (w *world) jobValidation(job *rayv1.RayJob) *Validation {
+	v := &Validation{}
+	if job.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusValidationFailed {
+		v.Failed, v.Message = true, job.Status.Message
+		if e := w.eventsAfter(string(utils.InvalidRayJobSpec), string(utils.InvalidRayJobMetadata), string(utils.InvalidRayJobStatus)); e != nil {
+			v.Reason = e.Reason
+		}
+	}
+	return v
+}
+
+// ---- create and delete --------------------------------------------------------------------------
+
+// managedElsewhere: spec.managedBy names another controller, so KubeRay skips the object
+// (rayservice_controller.go:120-123, raycluster_controller.go:157-160, rayjob_controller.go:107-110).
+func managedElsewhere(obj client.Object) bool {
+	switch o := obj.(type) {
+	case *rayv1.RayService:
+		return utils.ManagedByExternalController(o.Spec.ManagedBy) != nil
+	case *rayv1.RayCluster:
+		return utils.ManagedByExternalController(o.Spec.ManagedBy) != nil
+	case *rayv1.RayJob:
+		return utils.ManagedByExternalController(o.Spec.ManagedBy) != nil
+	}
+	return false
+}
+
+// created classifies a create the API server admitted: not-applied (KubeRay's validation fails:
+// nothing is built), none (managedBy another controller: nothing is built here), else create
+// (what was built is in clusters, pods, serve and accelerators: nothing for a suspended object).
+func (w *world) created(res *Result, after *snapshot, stored map[string]any) {
+	switch o := after.obj.(type) {
+	case *rayv1.RayService:
+		res.Validation = w.serviceValidation(o)
+		res.Hash = w.serviceHashes(nil, after, o)
+	case *rayv1.RayCluster:
+		res.Validation = w.clusterValidation()
+		res.Hash = w.clusterHashes(nil, after, o)
+	case *rayv1.RayJob:
+		res.Validation = w.jobValidation(o)
+	default:
+		panic("the created object is gone")
+	}
+	switch {
+	case res.Validation.Failed:
+		res.Rollout = "not-applied"
+	case managedElsewhere(after.obj):
+		res.Rollout = "none"
+	default:
+		res.Rollout = "create"
+	}
+}
+
+// deleted classifies a delete: none (managedBy another controller: KubeRay built nothing and
+// removes nothing), delete (the object is gone, with everything it owned), not-applied (it is
+// still there, Terminating: a finalizer nobody removes).
+func (w *world) deleted(res *Result, before, after *snapshot) {
+	res.Deletion.Gone, res.Deletion.StopJob = after.obj == nil, w.stopJobs
+	for name := range after.clusters {
+		res.Deletion.Left = append(res.Deletion.Left, "RayCluster/"+name)
+	}
+	for cluster, pods := range after.pods {
+		for _, p := range pods {
+			res.Deletion.Left = append(res.Deletion.Left, "Pod/"+cluster+"/"+p.Name)
+		}
+	}
+	sort.Strings(res.Deletion.Left)
+	switch {
+	case managedElsewhere(before.obj):
+		res.Rollout = "none"
+	case res.Deletion.Gone:
+		res.Rollout = "delete"
+	default:
+		res.Rollout = "not-applied"
+	}
+}
+
 // ---- RayService -------------------------------------------------------------------------------
 
 func (w *world) rayService(res *Result, before, after *snapshot, storedBefore, storedAfter map[string]any) {
 	rs := after.obj.(*rayv1.RayService)
 	b := before.obj.(*rayv1.RayService)
 	res.Hash = w.serviceHashes(before, after, rs)
-	res.Validation = &Validation{}
-	// Validation failure: the Ready condition's reason and the event (rayservice_controller.go:157-171).
-	if cond := meta.FindStatusCondition(rs.Status.Conditions, string(rayv1.RayServiceReady)); cond != nil &&
-		cond.Reason == string(rayv1.RayServiceValidationFailed) {
-		res.Validation.Failed, res.Validation.Message = true, cond.Message
-		if e := w.eventsAfter(string(utils.InvalidRayServiceSpec), string(utils.InvalidRayServiceMetadata)); e != nil {
-			res.Validation.Reason = e.Reason
-		}
-	}
+	res.Validation = w.serviceValidation(rs)
 	wasSuspended := meta.IsStatusConditionTrue(b.Status.Conditions, rayServiceSuspended)
 	// Suspending counts: the deletion may wait on finalizers (GCS FT Redis cleanup).
 	isSuspended := meta.IsStatusConditionTrue(rs.Status.Conditions, rayServiceSuspended) ||
@@ -449,9 +647,11 @@ func withoutKey(m map[string]any, key string) map[string]any {
 // stored "after" spec: GenerateHashWithoutReplicasAndWorkersToDelete of rayClusterSpecForHashing
 // (rayservice_controller.go:1498-1502: the spec without Suspend).
 func (w *world) serviceHashes(before, after *snapshot, rs *rayv1.RayService) *Hashes {
-	h := &Hashes{Annotation: utils.HashWithoutReplicasAndWorkersToDeleteKey}
-	b := before.obj.(*rayv1.RayService)
-	h.Before = clusterAnnotations(before.clusters[b.Status.ActiveServiceStatus.RayClusterName])
+	h := &Hashes{Annotation: utils.HashWithoutReplicasAndWorkersToDeleteKey, Before: map[string]string{}}
+	if before != nil {
+		b := before.obj.(*rayv1.RayService)
+		h.Before = clusterAnnotations(before.clusters[b.Status.ActiveServiceStatus.RayClusterName])
+	}
 	h.After = clusterAnnotations(after.clusters[rs.Status.ActiveServiceStatus.RayClusterName])
 	spec := rs.Spec.RayClusterSpec.DeepCopy()
 	spec.Suspend = nil
@@ -501,37 +701,8 @@ func goalHash(spec rayv1.RayClusterSpec) (string, string) {
 func (w *world) rayCluster(res *Result, before, after *snapshot, storedBefore, stored map[string]any) {
 	rc := after.obj.(*rayv1.RayCluster)
 	b := before.obj.(*rayv1.RayCluster)
-	// The head pod's ray.io/upgrade-strategy-recreate-hash (raycluster_controller.go:1636-1644) and
-	// the goal: GenerateHashWithoutReplicasAndWorkersToDelete of the spec after setDefaults
-	// (rc.go:2422-2432 only fills nil rayStartParams, which omitempty hides from the hash).
-	h := &Hashes{Annotation: utils.UpgradeStrategyRecreateHashKey, Before: headAnnotations(before.heads[b.Name]),
-		After: headAnnotations(after.heads[rc.Name])}
-	spec := rc.Spec.DeepCopy()
-	if spec.HeadGroupSpec.RayStartParams == nil {
-		spec.HeadGroupSpec.RayStartParams = map[string]string{}
-	}
-	for i := range spec.WorkerGroupSpecs {
-		if spec.WorkerGroupSpecs[i].RayStartParams == nil {
-			spec.WorkerGroupSpecs[i].RayStartParams = map[string]string{}
-		}
-	}
-	h.Goal, h.GoalInput = goalHash(*spec)
-	// A head pod built after the change carries the goal: a check of the re-derivation above.
-	if head := after.heads[rc.Name]; head != nil && w.builtAfterChange(head.Name) &&
-		head.Annotations[utils.UpgradeStrategyRecreateHashKey] != h.Goal {
-		panic("the head pod's recreate hash is not the goal hash: " + head.Annotations[utils.UpgradeStrategyRecreateHashKey])
-	}
-	res.Hash = h
-	res.Validation = &Validation{}
-	// Validation failure: an event only, the cluster is not reconciled (rc.go:165-215). The
-	// autoscaler-v1 restartPolicy event shares the reason but is a warning ("spec warning").
-	for _, e := range w.events {
-		if e.Phase == "before" || !strings.HasPrefix(e.Reason, "InvalidRayCluster") || strings.Contains(e.Note, "spec warning") {
-			continue
-		}
-		res.Validation.Failed, res.Validation.Reason, res.Validation.Message = true, e.Reason, e.Note
-		break
-	}
+	res.Hash = w.clusterHashes(before, after, rc)
+	res.Validation = w.clusterValidation()
 	recreated := false
 	for _, e := range w.events {
 		if e.Phase != "before" && e.Reason == string(utils.DeletedPod) && strings.Contains(e.Note, "Recreate upgradeStrategy") {
@@ -567,6 +738,34 @@ func (w *world) rayCluster(res *Result, before, after *snapshot, storedBefore, s
 			res.Rollout = "none"
 		}
 	}
+}
+
+// clusterHashes: the head pod's ray.io/upgrade-strategy-recreate-hash (raycluster_controller.go:
+// 1636-1644) before (nil: none ran) and after, and the goal: GenerateHashWithoutReplicasAndWorkersToDelete
+// of the spec after setDefaults (rc.go:2422-2432 only fills nil rayStartParams, which omitempty
+// hides from the hash).
+func (w *world) clusterHashes(before, after *snapshot, rc *rayv1.RayCluster) *Hashes {
+	h := &Hashes{Annotation: utils.UpgradeStrategyRecreateHashKey, Before: map[string]string{},
+		After: headAnnotations(after.heads[rc.Name])}
+	if before != nil {
+		h.Before = headAnnotations(before.heads[before.obj.GetName()])
+	}
+	spec := rc.Spec.DeepCopy()
+	if spec.HeadGroupSpec.RayStartParams == nil {
+		spec.HeadGroupSpec.RayStartParams = map[string]string{}
+	}
+	for i := range spec.WorkerGroupSpecs {
+		if spec.WorkerGroupSpecs[i].RayStartParams == nil {
+			spec.WorkerGroupSpecs[i].RayStartParams = map[string]string{}
+		}
+	}
+	h.Goal, h.GoalInput = goalHash(*spec)
+	// A head pod built after the change carries the goal: a check of the re-derivation above.
+	if head := after.heads[rc.Name]; head != nil && w.builtAfterChange(head.Name) &&
+		head.Annotations[utils.UpgradeStrategyRecreateHashKey] != h.Goal {
+		panic("the head pod's recreate hash is not the goal hash: " + head.Annotations[utils.UpgradeStrategyRecreateHashKey])
+	}
+	return h
 }
 
 // builtAfterChange: the pod was created after the "after" object was written.
@@ -688,14 +887,7 @@ func metaShape(p *corev1.Pod) (m metav1.ObjectMeta) {
 func (w *world) rayJob(res *Result, before, after *snapshot, storedBefore, stored map[string]any) {
 	job := after.obj.(*rayv1.RayJob)
 	b := before.obj.(*rayv1.RayJob)
-	res.Validation = &Validation{}
-	// rayjob_controller.go:147-161: JobDeploymentStatus ValidationFailed and an event.
-	if job.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusValidationFailed {
-		res.Validation.Failed, res.Validation.Message = true, job.Status.Message
-		if e := w.eventsAfter(string(utils.InvalidRayJobSpec), string(utils.InvalidRayJobMetadata), string(utils.InvalidRayJobStatus)); e != nil {
-			res.Validation.Reason = e.Reason
-		}
-	}
+	res.Validation = w.jobValidation(job)
 	created := len(res.Clusters.Created) > 0
 	deleted := len(res.Clusters.Deleted) > 0
 	switch {

@@ -201,7 +201,7 @@ func (d *dashboard) SubmitJobReq(_ context.Context, r *utiltypes.RayJobRequest) 
 	return r.SubmissionId, nil
 }
 func (d *dashboard) GetJobLog(context.Context, string) (*string, error) { return ptr.To(""), nil }
-func (d *dashboard) StopJob(context.Context, string) error              { return nil }
+func (d *dashboard) StopJob(context.Context, string) error              { d.w.stopJobs++; return nil }
 func (d *dashboard) DeleteJob(context.Context, string) error            { return nil }
 
 // ---- the world -----------------------------------------------------------------------------
@@ -219,12 +219,14 @@ type world struct {
 	submissions    []Submission
 	dashboards     map[string]*dashboard
 	jobSubmissions []string // RayJob submissions through the dashboard (HTTPMode), as JSON
+	stopJobs       int      // StopJob calls (a deleted RayJob's finalizer, scenario.go)
 	log            []Change
 	errors         map[string]int // reconcile errors by phase
 	lastErr        string
 	allErrors      []string
 	uid            int
 	ip             int
+	restoring      bool // upgrade.go is loading a dumped world: creation timestamps are kept
 
 	// what was seen at the end of the last step: RayClusters and pods by UID
 	seenClusters map[types.UID]clusterSeen
@@ -278,7 +280,9 @@ func (w *world) stampCreate(ctx context.Context, c client.WithWatch, obj client.
 	if obj.GetUID() == "" {
 		obj.SetUID(types.UID(fmt.Sprintf("uid-%06d", w.uid)))
 	}
-	obj.SetCreationTimestamp(metav1.Now())
+	if ts := obj.GetCreationTimestamp(); !w.restoring || ts.IsZero() {
+		obj.SetCreationTimestamp(metav1.Now())
+	}
 	return c.Create(ctx, obj, opts...)
 }
 

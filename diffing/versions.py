@@ -104,7 +104,13 @@ def rules_for(version: str) -> VersionRules:
 
 
 def schema_data(minor: tuple[int, int]) -> tuple[str, str]:
-    """The (schema JSON, Go field JSON) of a version; v1.6 reuses v1.7.0's tables."""
-    from diffing.data import kuberay_1_7_0 as data
-
+    """The (schema JSON, Go field JSON) of a version: its own CRD's schema, so the fields an
+    older CRD does not have are pruned and its defaults applied (v1.6.2's has no GCS FT
+    ``backend``, no ``networkPolicy``, no RayService ``suspend``, and no default for a worker
+    group's ``priority``). v1.6 encodes with v1.7.0's Go field table: the fields only v1.7.0's
+    structs have are exactly the ones v1.6's CRD prunes."""
+    if minor == (1, 6):
+        from diffing.data import kuberay_1_6_2 as data
+    else:
+        from diffing.data import kuberay_1_7_0 as data  # type: ignore[no-redef]
     return data.SCHEMA_JSON, data.GO_TYPES_JSON

@@ -4,6 +4,9 @@
     python scripts/conformance.py show 'project:gpu-image-bump/before.yaml|image.all'   one case, both answers
     python scripts/conformance.py list-mutations
     ... run --kuberay 1.6.2 / show --kuberay 1.6.2 ID: the same against KubeRay v1.6.2
+    python scripts/conformance.py upgrade [--limit N] [--no-restart]   the operator-upgrade case:
+        every base created by v1.6.2, then reconciled by v1.7.0 (conformance/upgrade.py); writes
+        .cache/conformance/upgrade-report.json
 
 ``run`` prints the agreement per outcome field and writes every disagreement to
 .cache/conformance/report.json and report.md; it exits 1 when a disagreement is not covered by
@@ -24,6 +27,7 @@ sys.path.insert(0, ROOT)
 
 from conformance import cases as gen  # noqa: E402
 from conformance import compare, harness  # noqa: E402
+from conformance import upgrade as upg  # noqa: E402
 
 
 def _prepare(version: str = "1.7.0") -> tuple[str, list[str]]:
@@ -120,6 +124,40 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    log: list[str] = []
+    try:
+        report = upg.run(args.jobs, args.limit, control=not args.no_restart, log=log)
+    except harness.Unavailable as exc:
+        sys.exit(f"upgrade case not run: {exc}")
+    for line in log:
+        print(line)
+    for line in upg.table(report):
+        print(line)
+    s, t = report["summary"], report["time"]
+    print(f"\nbases: {s['bases']} ({', '.join(f'{k} {n}' for k, n in sorted(s['byKind'].items()))}); "
+          f"errors: {len(s['errors'])}; no fixpoint: {len(s['unconverged'])}")
+    print("KubeRay v1.7.0 on v1.6.2's objects, per kind and classification:")
+    for key, n in s["byClassification"].items():
+        print(f"  {n:4}  {key}")
+    if s["restartByClassification"]:
+        print("a restart of v1.6.2 on the same objects (the control):")
+        for key, n in s["restartByClassification"].items():
+            print(f"  {n:4}  {key}")
+        print(f"upgrade differs from a restart: {len(s['beyondRestart'])}")
+    print(f"rebuilt (new cluster or pods recreated): {len(s['rebuilt'])}")
+    print(f"Go hash of the same stored spec differs v1.6.2 -> v1.7.0: "
+          f"{s['goHashDiffers']}/{s['goHashCompared']}")
+    print(f"Python: hash under 1.6.2 vs 1.7.0 differs: {s['pythonHashDiffers']}/{s['hashed']}; agrees "
+          f"with the oracle's new-cluster: {s['pythonAgreesWithNewCluster']}/{s['hashed']}, with the Go "
+          f"hash change: {s['pythonAgreesWithGoHashChange']}/{s['goHashCompared']}; equals Go's hash: "
+          + ", ".join(f"v{v} {n}/{s['pythonComparedWithGo']}" for v, n in s["pythonMatchesGo"].items()))
+    print(f"time: build {t['build']:.1f} s, dump {t['dump']:.1f} s, upgrade {t['upgrade']:.1f} s, "
+          f"restart {t['restart']:.1f} s; per case (ms, in-process): {s['msPerCase']}")
+    print(f"report: {upg.write(report)}")
+    return 1 if s["errors"] else 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -135,11 +173,17 @@ def main() -> int:
     s.add_argument("--seed", type=int, default=7)
     s.add_argument("--write", help="also write the case as JSON here")
     sub.add_parser("list-mutations")
+    u = sub.add_parser("upgrade", help="the operator-upgrade case: v1.6.2's objects under v1.7.0")
+    u.add_argument("--jobs", type=int, default=None)
+    u.add_argument("--limit", type=int, default=None, help="only the first N bases")
+    u.add_argument("--no-restart", action="store_true", help="skip the v1.6.2 restart control")
     args = p.parse_args()
     if args.cmd == "run":
         return cmd_run(args)
     if args.cmd == "show":
         return cmd_show(args)
+    if args.cmd == "upgrade":
+        return cmd_upgrade(args)
     for name, m in gen.CATALOGUE.items():
         print(f"{name:40} {','.join(m.kinds)}")
     return 0

@@ -5,6 +5,7 @@ compiled into a Python module once, here, and committed. Run it again when a new
 version is added:
 
     python scripts/gen_kuberay_data.py ../shared 1.7.0
+    python scripts/gen_kuberay_data.py ../shared 1.6.2 KUBERAY_1_6_2/config/crd/bases 1.7.0
 
 What is kept: the RayService ``openAPIV3Schema`` (both served versions, ``status`` dropped),
 with repeated subtrees (the pod template appears for the head and every container list)
@@ -144,14 +145,16 @@ def write_rayjob(version: str) -> None:
     print(f"wrote {out} ({out.stat().st_size} bytes, {len(defs)} shared subtrees)")
 
 
-def main(shared: str, version: str) -> None:
+def main(shared: str, version: str, crd_dir: str | None = None, go_version: str | None = None) -> None:
+    """``crd_dir``: KubeRay's ``ray-operator/config/crd/bases`` at that tag, for a version whose
+    CRDs are not under ``shared``; ``go_version``: the version whose Go field table to use (an
+    older KubeRay lacks fields, and its CRD prunes them before anything is encoded)."""
     shared_dir = Path(shared)
-    crd = yaml.load(
-        (shared_dir / "crds" / f"ray.io_rayservices.v{version}.yaml").read_text(),
-        Loader=yaml.CSafeLoader,
-    )
+    crd_file = (Path(crd_dir) / "ray.io_rayservices.yaml" if crd_dir
+                else shared_dir / "crds" / f"ray.io_rayservices.v{version}.yaml")
+    crd = yaml.load(crd_file.read_text(), Loader=yaml.CSafeLoader)
     schema_doc, defs = crd_schema_doc(crd)
-    gofields = json.loads((shared_dir / "kuberay" / f"go-json-fields.v{version}.json").read_text())
+    gofields = json.loads((shared_dir / "kuberay" / f"go-json-fields.v{go_version or version}.json").read_text())
     go_doc = {"root": "ray/v1.RayClusterSpec", "types": go_types(gofields)}
     ident = version.replace(".", "_")
     out = Path(__file__).resolve().parent.parent / "diffing" / "data" / f"kuberay_{ident}.py"
@@ -169,4 +172,5 @@ def main(shared: str, version: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "../shared", sys.argv[2] if len(sys.argv) > 2 else "1.7.0")
+    args = sys.argv[1:] + [None] * 4
+    main(args[0] or "../shared", args[1] or "1.7.0", args[2], args[3])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -226,7 +226,37 @@ def cluster_shape(rcc: Any, *, init_injection: bool = True) -> ClusterShape:
                                   families=families),
             suspended=g.get("suspend") is True,
         ))
-    return ClusterShape(head, tuple(groups), units_of(families))
+    return ClusterShape(head, _one_per_name(groups), units_of(families))
+
+
+def shared_group_names(rcc: Any) -> list[tuple[int, str]]:
+    """``(index, name)`` of every worker group whose name an earlier group already has."""
+    seen: set[str] = set()
+    out = []
+    for i, g in enumerate(seq(mapping(rcc).get("workerGroupSpecs"))):
+        name = str(mapping(g).get("groupName"))
+        if name in seen:
+            out.append((i, name))
+        seen.add(name)
+    return out
+
+
+SHARED_NAME = ("worker group {name} is declared more than once: KubeRay lists a group's pods by name, "
+               "so the entries share one set of pods and each resizes it to its own count in turn; "
+               "KubeRay's validating webhook, where it is enabled, rejects the object")
+
+
+def _one_per_name(groups: Sequence[GroupSize]) -> tuple[GroupSize, ...]:
+    """Worker groups that share a name share their pods: KubeRay lists a group's pods by the
+    ``ray.io/group`` label alone (common/association.go:113-121, raycluster_controller.go:1079), so
+    each entry in turn moves that one set of pods to its own count, and the most it holds is the
+    largest entry's (docs/semantics/raycluster.md §9). One entry per name stays, in the first's place."""
+    kept: dict[str, GroupSize] = {}
+    for g in groups:
+        seen = kept.get(g.name)
+        if seen is None or g.pods > seen.pods:
+            kept[g.name] = g
+    return tuple(kept.values())
 
 
 def group_counts(group: Mapping[str, Any]) -> tuple[int, int, int, int]:

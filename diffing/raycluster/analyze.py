@@ -84,6 +84,7 @@ class RayClusterAnalysis(Analysis):
         self.hash_equal = True
         self.unapplied: list[Change] = []
         self.moves = Moves()
+        self.frozen_before = False
         self.recreate, self.recreate_note = False, ""
         self.holds: list[Hold] = []
 
@@ -100,8 +101,11 @@ class RayClusterAnalysis(Analysis):
         return self.engine.schemas, cluster_schema(self.engine, self.after.api_version)
 
     def operator_problems(self) -> list[tuple[str, Path, str]]:
-        assert self.a_def is not None
-        return validate_raycluster(self.a_def, self.rules, feature_gates=self.policy.feature_gates)
+        return self._problems_of(self.a_def)
+
+    def _problems_of(self, obj: dict[str, Any] | None) -> list[tuple[str, Path, str]]:
+        assert obj is not None
+        return validate_raycluster(obj, self.rules, feature_gates=self.policy.feature_gates)
 
     # 3. rollout
     def created(self) -> None:
@@ -111,6 +115,10 @@ class RayClusterAnalysis(Analysis):
         self.reasons.append(rollout.DELETED)
 
     def updated(self) -> str:
+        # A running spec KubeRay's validation refuses froze the cluster: nothing was reconciled,
+        # so a fixed spec has every pod it lacks built now (the whole cluster if it never ran).
+        self.frozen_before = bool(self.changes) and not self._problems_of(self.a_def) \
+            and bool(self._problems_of(self.b_def))
         self.moves = rollout.pod_moves(self)
         self.recreate, self.recreate_note = rollout.recreate(self)
         return rollout.updated(self)

@@ -36,14 +36,19 @@ def estimate(a: RayClusterAnalysis) -> Capacity:
         for g in new.groups:
             if moves.created.get(g.name):
                 extra = cap.add(extra, g.per_pod, moves.created[g.name])
+        if moves.head_built:
+            extra = cap.add(extra, new.head)
         old = moves.old_shape
-        running = cap.add(dict(old.head), _groups_total(old, moves.current)) if old else {}
+        running = cap.add(dict(old.head), _groups_total(old, moves.current)) if old and not moves.head_built \
+            else {}
         peak = cap.add(running, extra)
     elif rollout == Rollout.RECREATE and new is not None and moves.old_shape is not None:
         # No surge: the old pods go first (docs/semantics/raycluster.md §6.1). The new cluster comes
-        # up at the clamped *current* replicas; what must be free is its growth over what is freed.
+        # up at the clamped replicas of the spec: Git's new ones, or with autoscaling the ones the
+        # autoscaler keeps; what must be free is its growth over what is freed.
         reps = {g.name: cap.clamp(moves.current.get(g.name, g.pods) // max(g.hosts, 1),
-                                  g.min_replicas, g.max_replicas) for g in new.groups}
+                                  g.min_replicas, g.max_replicas) if a.autoscaling else g.replicas
+                for g in new.groups}
         peak = new.total(reps)
         old = moves.old_shape
         freed = cap.add(dict(old.head), _groups_total(old, moves.current))

@@ -17,15 +17,20 @@ from typing import TYPE_CHECKING, Any
 from diffing.engine import cluster_differences, cluster_hash_equal
 from diffing.kube.diff import Difference
 from diffing.kube.gojson import ABSENT
+from diffing.kube.names import parse_generic_version, version_less
 from diffing.kube.paths import Path, schema_path
+from diffing.kube.resources import group_counts, shared_group_names
 from diffing.kube.values import dig, mapping, seq
+from diffing.raycluster.rules import READ_AS_DEFAULT, UNIFIED_HEALTH_CHECK_SINCE
 from diffing.raycluster.rules import ClusterCategory as C
+from diffing.raycluster.validation_subject import first_container
 from diffing.report import Change
 
 if TYPE_CHECKING:
     from diffing.raycluster.analyze import RayClusterAnalysis
 
 GROUPS: Path = ("spec", "workerGroupSpecs")
+RAY_VERSION: Path = ("spec", "rayVersion")
 DROPPED = "dropped: Argo CD sends the live workerGroupSpecs (RespectIgnoreDifferences)"
 
 
@@ -68,17 +73,73 @@ def classify(a: RayClusterAnalysis, d: Difference) -> Change:
         category = C.RECREATE if a.recreate_on else C.NO_OP
         detail = detail or "worker groups reordered"
     elif (group_item(d.path) or d.path == GROUPS) and d.before is ABSENT:
-        category = C.RECREATE if a.recreate_on else C.SCALE
-        detail = detail or "worker group added: its pods are created now"
+        category, detail = _added_groups(a, d)
     elif _group_removed(d.path, d.after):
         category = C.RECREATE if a.recreate_on else C.OPERATOR_IGNORED
         detail = detail or "worker group removed: KubeRay never deletes its pods"
+    elif (default := READ_AS_DEFAULT.get(schema_path(d.path))) is not None and not a.recreate_on \
+            and _as_read(default, d.before) == _as_read(default, d.after):
+        category = C.NO_OP
+        detail = detail or f"KubeRay reads an unset {d.path[-1]} as {default}: no pod changes"
+    elif d.path == RAY_VERSION and not a.recreate_on and not probes_follow(a):
+        category = C.NO_OP
+        detail = detail or ("rayVersion reaches pods only through the health-check choice, which it "
+                            "does not change here")
     else:
         category = category_of(a, d.path, d.after if d.before is ABSENT else d.before
                                if d.after is ABSENT else ABSENT)
     if a.dropped and d.path[:2] == GROUPS and category != C.AUTOSCALER_OWNED:
         detail = DROPPED
     return Change(d.path, category.value, d.before, d.after, detail, line)
+
+
+def _added_groups(a: RayClusterAnalysis, d: Difference) -> tuple[C, str]:
+    """Worker groups added: their pods are created now, or when they scale up (none to run
+    yet), or they exist already (a name another group has, §3.2)."""
+    if a.recreate_on:
+        return C.RECREATE, d.note or "worker group added"
+    added = [mapping(g) for g in (seq(d.after) if d.path == GROUPS else [d.after])]
+    shared = {name for _, name in shared_group_names(a.a_spec)}
+    if all(g.get("groupName") in shared for g in added):
+        return C.SCALE, d.note or "worker group added under a name another group has: they share its pods"
+    if all(g.get("suspend") is True for g in added):  # no pod while suspended (RCC:1083-1093)
+        return C.SCALE, d.note or "worker group added suspended: no pod until its suspend is lifted"
+    if not any(_runs_pods(g) for g in added):  # nothing to build until it scales up (utils/util.go:389-407)
+        return C.LATENT, d.note or "worker group added with no pod to run yet: its pods come at a scale-up"
+    return C.SCALE, d.note or "worker group added: its pods are created now"
+
+
+def _runs_pods(group: Any) -> bool:
+    """A worker group whose desired pod count is above zero (suspended: zero)."""
+    group = mapping(group)
+    return group.get("suspend") is not True and group_counts(group)[0] > 0
+
+
+def _as_read(default: str, value: Any) -> Any:
+    return default if value in (ABSENT, None, "") else value
+
+
+def _unified_health_check(version: Any) -> bool:
+    """KubeRay's ``supportsUnifiedHealthCheck``: an unparseable or absent version is older."""
+    parsed = parse_generic_version(version) if isinstance(version, str) else None
+    return parsed is not None and not version_less(parsed, UNIFIED_HEALTH_CHECK_SINCE)
+
+
+def _injects_probes(spec: Any) -> bool:
+    """Some pod's Ray container lacks a liveness or readiness probe, so KubeRay injects one."""
+    groups = [dig(spec, "headGroupSpec")] + [mapping(g) for g in seq(mapping(spec).get("workerGroupSpecs"))]
+    for group in groups:
+        ray = first_container(group)
+        if ray.get("livenessProbe") is None or ray.get("readinessProbe") is None:
+            return True
+    return False
+
+
+def probes_follow(a: RayClusterAnalysis) -> bool:
+    """A ``rayVersion`` change alters the pods KubeRay builds: it crosses the unified health check
+    version and some probe is injected (docs/semantics/raycluster.md §3.2)."""
+    b, v = a.b_spec.get("rayVersion"), a.a_spec.get("rayVersion")
+    return _unified_health_check(b) != _unified_health_check(v) and _injects_probes(a.a_spec)
 
 
 # When a whole mapping appears or goes, the strongest effect among its fields is the change's.

@@ -15,15 +15,16 @@ from diffing.kube.gojson import ABSENT
 from diffing.kube.paths import Key, Path
 from diffing.kube.pods import pod_problems
 from diffing.kube.values import dig, mapping, seq
-from diffing.raycluster.changes import GROUPS, group_item, real, why_unapplied
+from diffing.raycluster.changes import GROUPS, group_item, probes_follow, real, why_unapplied
+from diffing.raycluster.rules import UNIFIED_HEALTH_CHECK_SINCE
 from diffing.raycluster.rules import ClusterCategory as C
+from diffing.raycluster.validation_subject import first_container
 from diffing.report import Finding
 from diffing.vocab import Rollout
 
 if TYPE_CHECKING:
     from diffing.raycluster.analyze import RayClusterAnalysis
 
-RAY_CONTAINER = 0  # the Ray container is the first one (utils/constant.go RayContainerIndex)
 
 
 def collect(a: RayClusterAnalysis) -> Iterator[Finding]:
@@ -38,6 +39,7 @@ def collect(a: RayClusterAnalysis) -> Iterator[Finding]:
                         "ray.io/v1alpha1 is deprecated and frozen: fields added since (upgradeStrategy, "
                         "managedBy, gcsFaultToleranceOptions, ...) are pruned on write; move to ray.io/v1")
     yield from _pod_findings(a)
+    yield from _shared_names(a)
     yield from _replica_findings(a)
     yield from _autoscaler_fight(a)
     yield from _pods_moved(a)
@@ -58,6 +60,14 @@ def _pod_findings(a: RayClusterAnalysis) -> Iterator[Finding]:
                         f"the API server rejects (or can never place) the pods KubeRay builds from this "
                         f"template: {p.message}; every pod created from it fails"
                         + ("" if new else "; the running manifest has the same problem"))
+
+
+def _shared_names(a: RayClusterAnalysis) -> Iterator[Finding]:
+    """Two worker groups with one name (docs/semantics/raycluster.md §3.5)."""
+    if a.after is None:
+        return
+    for i, name in cap.shared_group_names(a.a_spec):
+        yield a.finding("warning", "shared-group-name", GROUPS + (i,), cap.SHARED_NAME.format(name=name))
 
 
 def _replica_findings(a: RayClusterAnalysis) -> Iterator[Finding]:
@@ -135,16 +145,17 @@ def _pods_moved(a: RayClusterAnalysis) -> Iterator[Finding]:
 
 
 def _ray_images(spec: Mapping[str, Any]) -> dict[Path, Any]:
-    out: dict[Path, Any] = {("spec", "headGroupSpec"): _first_image(mapping(spec.get("headGroupSpec")))}
+    """The Ray image of each worker group, then the head's (a new worker is the likelier pod)."""
+    out: dict[Path, Any] = {}
     for g in seq(spec.get("workerGroupSpecs")):
         g = mapping(g)
         out[GROUPS + (Key("groupName", str(g.get("groupName"))),)] = _first_image(g)
+    out[("spec", "headGroupSpec")] = _first_image(mapping(spec.get("headGroupSpec")))
     return out
 
 
 def _first_image(group: Mapping[str, Any]) -> Any:
-    containers = seq(dig(group, "template", "spec").get("containers"))
-    return mapping(containers[RAY_CONTAINER]).get("image") if containers else None
+    return first_container(group).get("image")
 
 
 def _skew(a: RayClusterAnalysis) -> Iterator[Finding]:
@@ -152,12 +163,6 @@ def _skew(a: RayClusterAnalysis) -> Iterator[Finding]:
     if a.before is None or a.after is None or a.rollout not in (Rollout.LATENT, Rollout.SCALE, Rollout.NONE):
         return
     if a.b_spec.get("suspend") is True:
-        return
-    if a.b_spec.get("rayVersion") != a.a_spec.get("rayVersion"):
-        yield a.finding("warning", "version-skew", ("spec", "rayVersion"),
-                        f"rayVersion {a.b_spec.get('rayVersion')} → {a.a_spec.get('rayVersion')} reaches "
-                        "only pods created later: new workers may fail to join the running head (mixed Ray "
-                        "versions), for as long as the old pods run")
         return
     old, new = _ray_images(a.b_spec), _ray_images(a.a_spec)
     for path, image in new.items():
@@ -167,6 +172,12 @@ def _skew(a: RayClusterAnalysis) -> Iterator[Finding]:
                             "runs both images, and new workers may fail to join the old head; restart the "
                             "cluster (upgradeStrategy Recreate) or roll it deliberately")
             return
+    if a.b_spec.get("rayVersion") != a.a_spec.get("rayVersion") and probes_follow(a):
+        yield a.finding("warning", "version-skew", ("spec", "rayVersion"),
+                        f"rayVersion {a.b_spec.get('rayVersion')} → {a.a_spec.get('rayVersion')} changes the "
+                        "health-check probes KubeRay gives pods created later (one HTTP endpoint from Ray "
+                        f"{'.'.join(map(str, UNIFIED_HEALTH_CHECK_SINCE))} on): new workers next to the old "
+                        "head, and a probe only an image running that Ray or later answers")
 
 
 _RAY_VERSION = re.compile(r":(?:[^:@/]*?[^0-9.])?([0-9]+\.[0-9]+\.[0-9]+)(?![0-9.])")

@@ -51,6 +51,7 @@ class Moves:
     deleted: dict[str, int] = field(default_factory=dict)
     orphaned: dict[str, int] = field(default_factory=dict)  # pods of groups the new spec no longer has
     hosts_changed: list[str] = field(default_factory=list)
+    head_built: bool = False  # the head pod is built too (a cluster frozen since it was applied)
     new_shape: cap.ClusterShape | None = None
     old_shape: cap.ClusterShape | None = None
     current: dict[str, int] = field(default_factory=dict)  # pods per group running now
@@ -78,6 +79,8 @@ def pod_moves(a: RayClusterAnalysis) -> Moves:
     old, new = cap.cluster_shape(a.b_spec), cap.cluster_shape(a.a_spec)
     m = Moves(new_shape=new, old_shape=old)
     m.current = current_pods(a, old)
+    if a.frozen_before and a.live is None:
+        m.current, m.head_built = {g.name: 0 for g in old.groups}, True
     old_groups = {g.name: g for g in old.groups}
     for g in new.groups:
         running = m.current.get(g.name, 0)
@@ -206,6 +209,10 @@ def _moved(a: RayClusterAnalysis) -> str:
         a.reasons.append(a.recreate_note)
     changed = real(a)
     moves = a.moves
+    if a.frozen_before:
+        a.reasons.append("the running spec fails KubeRay's validation, so the cluster has been frozen "
+                         "since it was applied (RCC:172-177): the fixed spec is reconciled now, and if "
+                         "the cluster never ran, its head and every worker are built at once")
     if moves.any:
         parts = [f"+{n} pod(s) in {g}" for g, n in moves.created.items() if n] + \
                 [f"-{n} pod(s) in {g}" for g, n in moves.deleted.items() if n]

@@ -46,6 +46,18 @@ class ClusterRule:
         return self.since <= version and (self.until is None or version < self.until)
 
 
+# rayVersion reaches a pod only through the choice of health check: from this Ray version on, the
+# probes KubeRay injects (where the Ray container sets none) call one HTTP endpoint instead of a
+# wget command (common/pod.go:721-730, 743, 928; the same in v1.6.2). docs/semantics/raycluster.md §3.2.
+UNIFIED_HEALTH_CHECK_SINCE = (2, 53, 0)
+
+# Fields whose unset value the operator reads as a default when it builds pods: writing that
+# default where the field was unset (or removing it) changes no pod.
+# gcsFaultToleranceOptions.backend: GetGcsFaultToleranceBackend, utils/util.go:771-777.
+READ_AS_DEFAULT: dict[tuple[str, ...], str] = {
+    ("spec", "gcsFaultToleranceOptions", "backend"): "redis",
+}
+
 _CG = ("spec", "workerGroupSpecs", "[]")
 _CH = ("spec", "headGroupSpec")
 _C = ClusterCategory

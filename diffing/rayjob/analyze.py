@@ -24,7 +24,17 @@ from diffing.managed import external_manager
 from diffing.pipeline import Analysis, Target
 from diffing.rayjob import checks, rollout
 from diffing.rayjob.capacity import capacity_holds, job_amounts
-from diffing.rayjob.rules import _GO_TYPES, _ZERO, NO_OP, JobCategory, _zero, category_of
+from diffing.rayjob.rules import (
+    _GO_TYPES,
+    _ZERO,
+    INTERACTIVE,
+    NO_OP,
+    JobCategory,
+    _zero,
+    category_of,
+    interactive_category,
+    waiting,
+)
 from diffing.rayjob.schema import job_defaulted, job_schemas, job_spec_schema
 from diffing.rayjob.validation import cel_errors, validate_rayjob
 from diffing.rayjob.ways_out import next_steps
@@ -57,7 +67,9 @@ class RayJobAnalysis(Analysis):
     # 1. changes
     def diff(self) -> None:
         if self.before and self.after:
-            self.add_changes(job_differences(self.engine, self.before, self.after), category_of)
+            modes = {self.b_spec.get("submissionMode"), self.a_spec.get("submissionMode")}
+            self.add_changes(job_differences(self.engine, self.before, self.after),
+                             interactive_category if modes == {INTERACTIVE} else category_of)
         self.real = {c.category for c in self.changes} - {NO_OP}
 
     # 2. validation: the API server first, then the operator (on every pass)
@@ -71,7 +83,13 @@ class RayJobAnalysis(Analysis):
 
     def operator_problems(self) -> list[tuple[str, Path, str]]:
         assert self.a_def is not None
-        return validate_rayjob(self.a_def, self.rules, feature_gates=self.policy.feature_gates)
+        found = validate_rayjob(self.a_def, self.rules, feature_gates=self.policy.feature_gates)
+        mode = self.a_spec.get("submissionMode")
+        if self.before is not None and waiting(self.b_spec) and mode != INTERACTIVE:
+            found.append(("rayjob-status-invalid", ("spec", "submissionMode"),
+                          "the job waits for spec.jobId (InteractiveMode), and KubeRay's status check "
+                          "refuses the Waiting state under any other submissionMode (VAL:527-528)"))
+        return found
 
     # 3. rollout
     def created(self) -> None:

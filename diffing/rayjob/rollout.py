@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from diffing.kube.values import mapping
 from diffing.managed import external_manager
-from diffing.rayjob.rules import APPLIES_NOW, NEXT_RUN, SERVICE_LEVEL
+from diffing.rayjob.rules import APPLIES_NOW, NEXT_RUN, SERVICE_LEVEL, waiting
 from diffing.vocab import Rollout
 
 if TYPE_CHECKING:
@@ -52,6 +52,11 @@ def updated(a: RayJobAnalysis) -> Rollout:
     if manager is not None:
         a.reasons.append(f"spec.managedBy is {manager}: KubeRay skips this RayJob (RJC:107-110); another "
                          "controller carries out the change")
+        return Rollout.NONE
+    if not b_susp and a_susp and waiting(a.b_spec):
+        a.reasons.append("suspend: true on a job waiting for spec.jobId (InteractiveMode) does nothing yet: "
+                         "the Waiting state never reads suspend (RJC:237-248); it suspends the job once the "
+                         "job id is set and the job runs")
         return Rollout.NONE
     if not b_susp and a_susp:
         a.reasons.append("suspend: true on a job that is Initializing or Running deletes its RayCluster and "

@@ -9,6 +9,7 @@ VAL = ``controllers/ray/utils/validation.go``, JOB = ``controllers/ray/common/jo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -98,3 +99,26 @@ def category_of(path: Path) -> str:
         return SERVICE_LEVEL  # labels/annotations reach only a RayCluster built later (RJC:998-1005)
     rule = JOB_FIELDS.get(str(path[1])) if len(path) > 1 else None
     return rule.category if rule else NO_OP
+
+
+# KubeRay never submits an InteractiveMode job: the user does, and the job waits in Waiting until
+# spec.jobId names the Ray job (RJC:225-228, 237-248). The submission's fields are read only by the
+# submit command and the submitter Job (JOB:49, 112-116, 216-217; RJC:716-757), so an edit of them
+# changes nothing there; validation still reads some of them (VAL:590-616).
+INTERACTIVE = "InteractiveMode"
+NOT_SUBMITTED = frozenset({"entrypoint", "runtimeEnvYAML", "metadata", "entrypointNumCpus",
+                           "entrypointNumGpus", "entrypointResources", "submitterPodTemplate",
+                           "submitterConfig"})
+
+
+def interactive_category(path: Path) -> str:
+    """:func:`category_of` for a job in InteractiveMode on both sides of the change."""
+    if len(path) > 1 and path[0] == "spec" and str(path[1]) in NOT_SUBMITTED:
+        return NO_OP
+    return category_of(path)
+
+
+def waiting(spec: Any) -> bool:
+    """The job waits for its id (JobDeploymentStatus Waiting once its cluster is ready)."""
+    return (isinstance(spec, Mapping) and spec.get("submissionMode") == INTERACTIVE and not spec.get("jobId")
+            and spec.get("suspend") is not True)

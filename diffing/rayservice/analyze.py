@@ -79,7 +79,8 @@ class RayServiceAnalysis(Analysis):
             self.changes.append(Change(d.path, category.value, d.before, d.after, d.note,
                                        after.line(d.path) or before.line(d.path)))
         for s in serve.diff(self.b_serve, self.a_serve):
-            category = Category.NO_OP if s.noop else Category.SERVE_IN_PLACE
+            # A new text is re-submitted even when Ray Serve reads the same content from it.
+            category = Category.SERVE_IN_PLACE
             self.changes.append(Change(s.path, category.value, s.before, s.after, s.detail,
                                        after.line(("spec", "serveConfigV2"))))
         self.full_equal, self.partial_equal = self.engine.hash_compare(before, after)

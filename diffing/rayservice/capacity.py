@@ -58,7 +58,9 @@ def _shapes(a: RayServiceAnalysis, init: bool) -> tuple[cap.ClusterShape | None,
     """The running cluster and the one the after side asks for (``None``: none runs, none is built).
 
     A RayService another controller manages has no RayCluster here; one created suspended
-    gets none until it resumes (handleSuspend, rayservice_controller.go:383-464).
+    gets none until it resumes (handleSuspend, rayservice_controller.go:383-464). A RayCluster
+    built from a ``rayClusterConfig`` with ``suspend: true`` is created suspended and gets no pod
+    (docs/semantics/rayservice.md §1.3).
     """
     runs_before = a.b_def is not None and external_manager(a.b_def) is None
     old = cap.cluster_shape(rcc_of(a.b_def), init_injection=init) if a.b_def and runs_before else None
@@ -66,7 +68,17 @@ def _shapes(a: RayServiceAnalysis, init: bool) -> tuple[cap.ClusterShape | None,
     suspended = dig(a.a_def, "spec").get("suspend") is True
     if a.rollout == Rollout.CREATE and a.rules.has_rayservice_suspend and suspended:
         new = None
+    if builds_suspended(a):
+        new = None
     return old, new
+
+
+def builds_suspended(a: RayServiceAnalysis) -> bool:
+    """The rollout leaves a suspended RayCluster (``rayClusterConfig.suspend``): a new one is
+    created suspended; v1.6's in-place update also copies ``suspend`` (§1.3)."""
+    rollouts = (Rollout.CREATE, Rollout.NEW_CLUSTER, Rollout.INCREMENTAL) + (
+        (Rollout.CLUSTER_IN_PLACE,) if a.rules.cluster_suspend_in_place else ())
+    return a.rollout in rollouts and rcc_of(a.a_def).get("suspend") is True
 
 
 def _running(old: cap.ClusterShape | None, basis: str, live: LiveCluster | None) -> dict[str, int]:

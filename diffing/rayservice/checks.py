@@ -19,7 +19,7 @@ from diffing.kube.pods import pod_problems
 from diffing.kube.values import dig, mapping, seq
 from diffing.managed import external_manager
 from diffing.rayservice import serve
-from diffing.rayservice.capacity import eligible_nodes, ray_nodes
+from diffing.rayservice.capacity import builds_suspended, eligible_nodes, ray_nodes
 from diffing.rayservice.rollout import BOUNDS
 from diffing.rayservice.rules import Category
 from diffing.rayservice.validation import check_rayservice
@@ -67,6 +67,25 @@ def collect_findings(a: RayServiceAnalysis) -> list[Finding]:
 @check
 def _schema(a: RayServiceAnalysis) -> Iterator[Finding]:
     yield from a.schema_findings()
+
+
+@check
+def _built_suspended(a: RayServiceAnalysis) -> Iterator[Finding]:
+    if a.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL) and builds_suspended(a):
+        yield a.finding(Severity.ERROR, "new-cluster-suspended", RCC + ("suspend",),
+                        "rayClusterConfig.suspend is true: the new RayCluster is created suspended and never "
+                        "gets a pod, so its Serve apps never run and the upgrade never finishes; the old "
+                        "cluster keeps serving")
+
+
+@check
+def _shared_names(a: RayServiceAnalysis) -> Iterator[Finding]:
+    """Two worker groups with one name share the cluster's pods (docs/semantics/raycluster.md §3.5)."""
+    if a.after is None:
+        return
+    for i, name in cap.shared_group_names(a.a_spec.get("rayClusterConfig")):
+        yield a.finding(Severity.WARNING, "shared-group-name", RCC + ("workerGroupSpecs", i),
+                        cap.SHARED_NAME.format(name=name))
 
 
 @check
@@ -320,8 +339,7 @@ def _serve_config(a: RayServiceAnalysis) -> Iterator[Finding]:
                         f"serveConfigV2 cannot be read ({a.a_serve.error}); KubeRay accepts it but "
                         "every submission to Ray Serve fails")
     if a.after is not None and a.before is not None:
-        noop = [c for c in a.changes if c.path == serve.SERVE_PATH and c.category == Category.NO_OP.value]
-        if noop:
+        if any(c.path == serve.SERVE_PATH and c.detail in serve.SAME_CONTENT for c in a.changes):
             yield a.finding(Severity.INFO, "serve-config-resubmitted", ("spec", "serveConfigV2"),
                             "the serveConfigV2 text changed but not its content: KubeRay re-submits it "
                             "and Ray Serve changes nothing")

@@ -19,6 +19,7 @@ from diffing.kube.paths import Key, format_path
 from diffing.kube.values import dig
 from diffing.managed import external_manager
 from diffing.policy import Policy
+from diffing.rayservice import serve
 from diffing.rayservice.rules import Category
 from diffing.report import Change
 from diffing.versions import VersionRules
@@ -195,13 +196,18 @@ def _cluster_suspend(a: RayServiceAnalysis) -> Rollout | None:
     a_rc_suspend = is_true(rcc_of({"spec": a.a_spec}).get("suspend"))
     if not (a.rules.cluster_suspend_in_place and b_rc_suspend != a_rc_suspend):
         return None
-    a.reasons.append("rayClusterConfig.suspend toggled: KubeRay v1.6 updates the RayCluster in place")
+    a.reasons.append("rayClusterConfig.suspend toggled: KubeRay v1.6 updates the RayCluster in place, "
+                     "with every other change of the cluster spec (no new cluster)")
     return Rollout.CLUSTER_IN_PLACE
 
 
 def _serve(a: RayServiceAnalysis) -> Rollout | None:
     if Category.SERVE_IN_PLACE not in a.real:
         return None
+    if all(c.detail in serve.SAME_CONTENT for c in a.changes if c.category == Category.SERVE_IN_PLACE):
+        a.reasons.append("only the serveConfigV2 text changed, not its content: KubeRay compares the "
+                         "text and re-submits it to the running cluster; Ray Serve changes nothing")
+        return Rollout.SERVE_IN_PLACE
     a.reasons.append("only serveConfigV2 changed: KubeRay re-submits it to the running "
                      "cluster and Ray Serve applies it in place")
     return Rollout.SERVE_IN_PLACE
@@ -248,8 +254,11 @@ def _untouched(a: RayServiceAnalysis) -> Rollout:
     return Rollout.NONE
 
 
-STEPS: tuple[Step, ...] = (_rejected, _managed, _invalid, _suspend, _taken_over, _cluster_hash,
-                           _cluster_suspend, _serve, _autoscaler_owned, _ignored, _untouched)
+# v1.6's suspend toggle comes before the hash: shouldUpdateCluster sees the toggle first and
+# rewrites the active RayCluster in place with the whole new spec, which then hashes equal, so
+# no new cluster is built (v1.6.2 rayservice_controller.go:990-1003, 1139-1145).
+STEPS: tuple[Step, ...] = (_rejected, _managed, _invalid, _suspend, _taken_over, _cluster_suspend,
+                           _cluster_hash, _serve, _autoscaler_owned, _ignored, _untouched)
 
 
 # -- after the rollout -----------------------------------------------------------------------------

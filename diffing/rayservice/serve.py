@@ -29,6 +29,12 @@ LIGHTWEIGHT = frozenset({
 # Application options that only change routing or logging, not the replicas.
 APP_LIGHTWEIGHT = frozenset({"route_prefix", "logging_config"})
 
+# A text that changed but says the same to Ray Serve is still re-submitted: KubeRay compares the
+# raw string with the one it last submitted (docs/semantics/rayservice.md §1.5).
+FORMATTING_ONLY = "formatting only: KubeRay re-submits it, Ray Serve keeps every replica"
+ORDER_ONLY = "order only: KubeRay re-submits it, Ray Serve keeps every replica"
+SAME_CONTENT = (FORMATTING_ONLY, ORDER_ONLY)
+
 SERVE_LIMITS = Limits(max_bytes=4 * 1024 * 1024, max_nodes=500_000, max_depth=64)
 
 
@@ -88,14 +94,11 @@ def diff(before: ServeConfig, after: ServeConfig) -> list[ServeChange]:
     if not (before.ok and after.ok):
         return [ServeChange(SERVE_PATH, before.text, after.text, "unparsed")]
     if before.value == after.value:
-        return [ServeChange(SERVE_PATH, before.text, after.text,
-                            "formatting only: KubeRay re-submits it, Ray Serve keeps every replica",
-                            noop=True)]
+        return [ServeChange(SERVE_PATH, before.text, after.text, FORMATTING_ONLY, noop=True)]
     out: list[ServeChange] = []
     _walk_config(before.value, after.value, out)
     if not out:  # only order of applications/deployments changed
-        out.append(ServeChange(SERVE_PATH, before.text, after.text,
-                               "order only: Ray Serve keeps every replica", noop=True))
+        out.append(ServeChange(SERVE_PATH, before.text, after.text, ORDER_ONLY, noop=True))
     return out
 
 

@@ -67,6 +67,8 @@ def test_prediction_conforms_to_kuberay(built: tuple[str, str]) -> None:
     assert len(cases) >= MINIMUM[version] or count < MINIMUM[version]
     # The oracle must run (almost) every case: a harness that skips is no judge.
     assert len(report["skipped"]) <= len(cases) // 50, report["skipped"][:5]
+    # Every family of cases.FAMILY_SHARE (creates, deletes, v1alpha1 writes...) is in the set and run.
+    assert set(gen.FAMILY_SHARE) <= set(report["agreementByFamily"]), sorted(report["agreementByFamily"])
     unexplained = [{k: d[k] for k in ("id", "field", "python", "oracle")} for d in report["unexplained"]]
     assert not unexplained, (
         f"{len(unexplained)} disagreement(s) between the prediction and KubeRay v{version}'s reconcilers "
@@ -94,3 +96,44 @@ def test_generator_is_seeded(version: str) -> None:
     assert all(c["before"] != c["after"] and c["version"] == version for c in a)
     known = gen.GATES[version]
     assert known is None or all(set(c["featureGates"]) <= known for c in a)
+
+
+@pytest.mark.parametrize("version", harness.VERSIONS)
+def test_fixed_sets_have_every_family(version: str) -> None:
+    """The seeded sets CI runs hold creates and deletes of every kind, invalid creates, v1alpha1
+    writes and held-back objects (managedBy elsewhere, created suspended)."""
+    found = harness.src_dir(version)
+    src = found if os.path.isdir(os.path.join(found, "config", "samples")) else None
+    cases = gen.generate(src, SEED, COUNTS[version], version)
+    assert len(cases) == COUNTS[version]
+    families: dict[str, set[str]] = {}
+    for c in cases:
+        families.setdefault(c.get("family") or "update", set()).add(c["kind"])
+    assert set(gen.FAMILY_SHARE) | {"update"} == set(families), families
+    if src:  # KubeRay's samples give every kind
+        assert families["create"] == families["delete"] == set(gen.KINDS), families
+    for c in cases:
+        op = gen.operation(c)
+        assert (op == "create") == ("lifecycle.create" in c["mutations"])
+        assert (op == "delete") == ("lifecycle.delete" in c["mutations"])
+
+
+def test_lifecycle_and_v1alpha1_cases() -> None:
+    base = next(b for b in gen.bases(None) if b.obj["kind"] == "RayService" and "+" not in b.name)
+    created = gen.make_case(base, ("lifecycle.create", "invalid.deletionDelay_negative"), SEED)
+    assert created and created["before"] is None
+    assert created["after"]["spec"]["rayClusterDeletionDelaySeconds"] == -1
+    deleted = gen.make_case(base, ("lifecycle.delete", "apiVersion.v1alpha1"), SEED)
+    assert deleted and deleted["after"] is None and deleted["before"]["apiVersion"] == "ray.io/v1alpha1"
+    plain = gen.make_case(base, ("lifecycle.create",), SEED)
+    assert plain and plain["after"] == base.obj and compare.operation(plain) == "create"
+    assert gen.make_case(base, ("lifecycle.create", "lifecycle.delete"), SEED) is None
+    moved = gen.make_case(base, ("apiVersion.v1alpha1",), SEED)
+    assert moved and moved["before"]["apiVersion"] == "ray.io/v1"
+    assert moved["after"]["apiVersion"] == "ray.io/v1alpha1"
+    alpha = next(b for b in gen.bases(None) if b.name.endswith("+v1alpha1"))
+    assert gen.make_case(alpha, ("apiVersion.v1alpha1",), SEED) is None  # already v1alpha1
+    # A delete is compared on admission, rollout and accelerators only.
+    py = {"admission": "accepted"}
+    assert compare.agreement_fields(py, {"admission": "accepted", "hash": "x"}, "delete") == \
+        ["admission", "rollout", "accelerators"]

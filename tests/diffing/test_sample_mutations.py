@@ -85,7 +85,7 @@ def recreate(name: str) -> tuple[str, str]:
 MUTATIONS = {
     "image": (bump_images, recreate),
     "serve": (serve_route, lambda n: ("serve-in-place", "approve")),
-    "serve-reformat": (serve_reformat, lambda n: ("none", "approve")),
+    "serve-reformat": (serve_reformat, lambda n: ("serve-in-place", "approve")),
     "toleration": (toleration, lambda n: ("not-applied", "hold")),
     "quantity-units": (milli_cpu, lambda n: ("none", "approve")),
     "raystartparams": (toggle_start_params, recreate),

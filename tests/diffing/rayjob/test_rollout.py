@@ -42,3 +42,40 @@ def test_managed_by_kueue_is_skipped_RJC_107_110() -> None:
     assert (r.rollout, r.decision) == ("none", "approve")
     assert _codes(r) == {"managed-by-other-controller": "warning"}
     assert r.capacity.extra == {}
+
+
+# An InteractiveMode job without spec.jobId waits for the user's id once its cluster is ready
+# (RJC:225-228, 237-248); KubeRay submits nothing for it. Each of these was a disagreement with
+# KubeRay v1.7.0's reconciler on its ray-job.interactive-mode.yaml sample (conformance/).
+INTERACTIVE = _spec(submissionMode="InteractiveMode", backoffLimit=0)
+
+
+def test_interactive_waiting_ignores_suspend_RJC_237_248() -> None:
+    r = _update(_spec(suspend=True), INTERACTIVE)
+    assert (r.rollout, r.decision) == ("none", "approve")
+    assert "Waiting state never reads suspend" in r.reasons[0]
+
+
+def test_interactive_running_with_a_job_id_still_suspends() -> None:
+    r = _update(_spec(suspend=True), lambda j: (INTERACTIVE(j), _spec(jobId="raysubmit_1")(j)))
+    assert r.rollout == "suspend"
+
+
+@pytest.mark.parametrize("edit", [_spec(entrypoint="python other.py"), _spec(runtimeEnvYAML="pip: [numpy]"),
+                                  _spec(entrypointNumCpus=2)], ids=["entrypoint", "runtimeEnvYAML", "numCpus"])
+def test_interactive_submission_fields_change_nothing_JOB_112_116(edit: Callable[[dict[str, Any]], None]) -> None:
+    r = _update(edit, INTERACTIVE)
+    assert (r.rollout, r.decision) == ("none", "approve")
+    assert {c.category for c in r.changes} == {"no-op"}
+
+
+def test_interactive_cluster_change_still_reaches_the_next_run() -> None:
+    r = _update(lambda j: j["spec"]["rayClusterSpec"]["headGroupSpec"]["rayStartParams"].update(
+        {"num-cpus": "0"}), INTERACTIVE)
+    assert r.rollout == "next-run"
+
+
+def test_waiting_job_leaving_interactive_mode_fails_status_validation_VAL_527_528() -> None:
+    r = _update(_spec(submissionMode="HTTPMode"), INTERACTIVE)
+    assert (r.rollout, r.decision) == ("not-applied", "hold")
+    assert _codes(r)["rayjob-status-invalid"] == "error"

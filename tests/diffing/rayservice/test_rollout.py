@@ -143,7 +143,9 @@ CASES = [
          before=[autoscaling], findings={"validation-failed"}),
     Case("priority-needs-ray-256-in-v17", NRS, [setg(priority=1)], "not-applied", "hold",
          findings={"validation-failed"}, reason="2.56.0"),
-    Case("priority-unchecked-in-v16", NRS, [setg(priority=1)], "new-cluster", "approve", version="1.6.2"),
+    # v1.6.2's WorkerGroupSpec has no priority: its CRD prunes the field (conformance, KubeRay v1.6.2).
+    Case("priority-pruned-in-v16", NRS, [setg(priority=1)], "none", "approve", version="1.6.2",
+         findings={"unknown-field"}),
     Case("worker-suspend-needs-rayjob-deletion-gate", NRS, [setg(suspend=True)], "not-applied", "hold",
          policy={"operator": {"featureGates": {"RayJobDeletionPolicy": False}}},
              findings={"validation-failed"}),
