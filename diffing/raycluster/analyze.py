@@ -111,6 +111,9 @@ class RayClusterAnalysis(Analysis):
     def created(self) -> None:
         self.reasons.append(rollout.created_reason(self))
 
+    def settle(self) -> None:
+        rollout.settle(self)
+
     def deleted(self) -> None:
         self.reasons.append(rollout.DELETED)
 

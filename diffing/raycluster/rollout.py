@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from diffing.raycluster.analyze import RayClusterAnalysis
 
 DELETED = "the RayCluster is removed: every pod and Service of it is deleted"
+NEVER_BUILT = ("KubeRay's validation fails: the RayCluster is stored but frozen, and no pod of it is ever "
+               "built (RCC:165-177)")
 
 
 def created_reason(a: RayClusterAnalysis) -> str:
@@ -231,3 +233,18 @@ def _moved(a: RayClusterAnalysis) -> str:
     if changed:
         a.reasons.append("nothing moves now: " + "; ".join(sorted({rule_reason(a, c) for c in changed})))
     return Rollout.NONE
+
+
+def settle(a: RayClusterAnalysis) -> None:
+    """A new RayCluster the API server or KubeRay refuses builds nothing (``not-applied``); one
+    that ``managedBy`` gives another controller is neither built nor torn down here (``none``)."""
+    if a.rollout == Rollout.CREATE and (a.schema_errors or a.problems):
+        a.rollout = Rollout.NOT_APPLIED
+        a.reasons[:] = ["the API server rejects the manifest: nothing of it is stored" if a.schema_errors
+                        else NEVER_BUILT]
+    if a.rollout in (Rollout.CREATE, Rollout.DELETE):
+        manager = external_manager(a.a_def if a.rollout == Rollout.CREATE else a.b_def)
+        if manager:
+            a.reasons[:] = [f"spec.managedBy is {manager}: this KubeRay operator never reconciles the "
+                            "RayCluster (RCC:158-161); it builds and deletes nothing here"]
+            a.rollout = Rollout.NONE

@@ -34,8 +34,11 @@ def _errors(text: str, gate: str | None = None) -> list[tuple[str, str, str]]:
     policy = {"operator": {"featureGates": {gate: True}}} if gate else None
     for before in ("", text):
         for r in diffing.analyze(before, text, policy=policy).resources:
-            out += [(r.name, f.code, f.path) for f in r.findings if f.severity == "error"]
-            assert r.rollout in ("create", "none"), (r.name, r.rollout, r.reasons)
+            errors = [(r.name, f.code, f.path) for f in r.findings if f.severity == "error"]
+            out += errors
+            # a sample KubeRay refuses is stored but never built
+            assert r.rollout in ("create", "none") or (r.rollout == "not-applied" and errors), \
+                (r.name, r.rollout, r.reasons)
     return out
 
 
