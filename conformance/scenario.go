@@ -81,7 +81,7 @@ type Result struct {
 	} `json:"accelerators"`
 	Hash      *Hashes   `json:"hash,omitempty"`
 	Deletion  *Deletion `json:"deletion,omitempty"`
-	Probe     string    `json:"probe,omitempty"` // RayCluster: do pods built later differ? "differs" | "same"
+	Probe     string    `json:"probe,omitempty"` // RayCluster: do pods built later differ? "differs" | "same" | "orphaned"
 	Events    []string  `json:"events"`          // reasons recorded after the change, in order, deduplicated
 	Rounds    []int     `json:"rounds"`
 	Converged bool      `json:"converged"`
@@ -731,6 +731,13 @@ func (w *world) rayCluster(res *Result, before, after *snapshot, storedBefore, s
 		res.Probe = "same"
 		if freshPods(storedBefore) != freshPods(stored) {
 			res.Probe = "differs"
+			// Pods of a worker group the new spec no longer names are never visited again
+			// (reconcilePods loops over the spec's groups, raycluster_controller.go:1069): they
+			// keep running, abandoned. If they are the whole difference, the change is one
+			// KubeRay never carries out, not one that waits for pods built later.
+			if w.orphanedGroups(rc) && freshPods(withoutGroupsOf(storedBefore, rc)) == freshPods(stored) {
+				res.Probe = "orphaned"
+			}
 		}
 		if res.Probe == "differs" {
 			res.Rollout = "latent"
@@ -738,6 +745,41 @@ func (w *world) rayCluster(res *Result, before, after *snapshot, storedBefore, s
 			res.Rollout = "none"
 		}
 	}
+}
+
+// orphanedGroups: some worker pod of rc belongs to a group its spec no longer has.
+func (w *world) orphanedGroups(rc *rayv1.RayCluster) bool {
+	names := map[string]bool{}
+	for _, g := range rc.Spec.WorkerGroupSpecs {
+		names[g.GroupName] = true
+	}
+	var pods corev1.PodList
+	must(w.c.List(w.ctx, &pods, client.InNamespace(rc.Namespace), client.MatchingLabels{utils.RayClusterLabelKey: rc.Name}))
+	for _, p := range pods.Items {
+		if p.Labels[utils.RayNodeTypeLabelKey] != string(rayv1.HeadNode) && !names[p.Labels[utils.RayNodeGroupLabelKey]] {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutGroupsOf: the stored object with only the worker groups rc still names.
+func withoutGroupsOf(stored map[string]any, rc *rayv1.RayCluster) map[string]any {
+	names := map[string]bool{}
+	for _, g := range rc.Spec.WorkerGroupSpecs {
+		names[g.GroupName] = true
+	}
+	obj := runtime.DeepCopyJSON(stored)
+	spec, _ := obj["spec"].(map[string]any)
+	groups, _ := spec["workerGroupSpecs"].([]any)
+	kept := []any{}
+	for _, g := range groups {
+		if gm, _ := g.(map[string]any); names[fmt.Sprint(gm["groupName"])] {
+			kept = append(kept, g)
+		}
+	}
+	spec["workerGroupSpecs"] = kept
+	return obj
 }
 
 // clusterHashes: the head pod's ray.io/upgrade-strategy-recreate-hash (raycluster_controller.go:
