@@ -154,7 +154,8 @@ def main(shared: str, version: str, crd_dir: str | None = None, go_version: str 
                 else shared_dir / "crds" / f"ray.io_rayservices.v{version}.yaml")
     crd = yaml.load(crd_file.read_text(), Loader=yaml.CSafeLoader)
     schema_doc, defs = crd_schema_doc(crd)
-    gofields = json.loads((shared_dir / "kuberay" / f"go-json-fields.v{go_version or version}.json").read_text())
+    go_file = shared_dir / "kuberay" / f"go-json-fields.v{go_version or version}.json"
+    gofields = json.loads(go_file.read_text())
     go_doc = {"root": "ray/v1.RayClusterSpec", "types": go_types(gofields)}
     ident = version.replace(".", "_")
     out = Path(__file__).resolve().parent.parent / "diffing" / "data" / f"kuberay_{ident}.py"

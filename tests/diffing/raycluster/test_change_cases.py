@@ -83,8 +83,10 @@ ROWS: list[tuple[str, str, dict[str, Any], Edit, Any, str, str, int, set[str]]] 
                         for c in (spec(o)["headGroupSpec"]["template"]["spec"], worker_pod(o))]),
      lambda o: spec(o).update(rayVersion="2.99.0"), None, "none", "approve", 0, set()),
     ("10 GCS FT backend: redis written where it was unset (the operator's reading): none",
-     "util.go:771-777", variant(lambda o: spec(o).update(gcsFaultToleranceOptions={"redisAddress": "redis:6379"})),
-     lambda o: spec(o)["gcsFaultToleranceOptions"].update(backend="redis"), None, "none", "approve", 0, set()),
+     "util.go:771-777",
+     variant(lambda o: spec(o).update(gcsFaultToleranceOptions={"redisAddress": "redis:6379"})),
+     lambda o: spec(o)["gcsFaultToleranceOptions"].update(backend="redis"), None, "none", "approve", 0,
+     set()),
     ("10 GCS FT backend: redis written where it was unset, Recreate: the hash sees it",
      "util.go:771-777; RCC:968-982", variant(lambda o: spec(o).update(
          gcsFaultToleranceOptions={"redisAddress": "redis:6379"}, upgradeStrategy={"type": "Recreate"})),

@@ -61,9 +61,11 @@ def test_interactive_running_with_a_job_id_still_suspends() -> None:
     assert r.rollout == "suspend"
 
 
-@pytest.mark.parametrize("edit", [_spec(entrypoint="python other.py"), _spec(runtimeEnvYAML="pip: [numpy]"),
-                                  _spec(entrypointNumCpus=2)], ids=["entrypoint", "runtimeEnvYAML", "numCpus"])
-def test_interactive_submission_fields_change_nothing_JOB_112_116(edit: Callable[[dict[str, Any]], None]) -> None:
+@pytest.mark.parametrize("edit", [_spec(entrypoint="python other.py"),
+                                  _spec(runtimeEnvYAML="pip: [numpy]"), _spec(entrypointNumCpus=2)],
+                         ids=["entrypoint", "runtimeEnvYAML", "numCpus"])
+def test_interactive_submission_fields_change_nothing_JOB_112_116(
+        edit: Callable[[dict[str, Any]], None]) -> None:
     r = _update(edit, INTERACTIVE)
     assert (r.rollout, r.decision) == ("none", "approve")
     assert {c.category for c in r.changes} == {"no-op"}
