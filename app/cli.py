@@ -29,8 +29,10 @@ from .output import (
 )
 
 
-def _headroom(values: Sequence[str] | None) -> dict[str, str] | None:
-    """``--headroom RESOURCE=N ...``; a negative, non-numeric or absurd N is a usage error."""
+def _headroom(values: Sequence[str] | None, known: Sequence[str] = ()) -> dict[str, str] | None:
+    """``--headroom RESOURCE=N ...``; a negative, non-numeric or absurd N is a usage error, and so is
+    a RESOURCE no pod can request (``gpu``: the message names ``nvidia.com/gpu``). ``known``: the
+    policy's ``accelerators``, taken as they are."""
     from diffing.policy import amount_of
 
     if not values:
@@ -42,7 +44,7 @@ def _headroom(values: Sequence[str] | None) -> dict[str, str] | None:
         if not sep or not name or not amount:
             raise UsageError(f"--headroom {item!r}: expected RESOURCE=N, e.g. nvidia.com/gpu=8")
         try:
-            amount_of(name, amount, "headroom")
+            amount_of(name, amount, "headroom", known=known)
         except DiffingError as exc:
             raise UsageError(f"--headroom {item!r}: {getattr(exc, 'reason', exc)}") from None
         out[name] = amount
@@ -71,15 +73,26 @@ def add_render_options(p: argparse.ArgumentParser) -> None:
 
 
 def render_options(args: argparse.Namespace) -> Any:
-    import dataclasses
-
-    from .settings import SettingsError, load_settings
+    from . import environ
 
     try:
-        options = load_settings().render_options()
-    except SettingsError as exc:
+        return environ.render_options(kustomize=args.kustomize)
+    except environ.SettingsError as exc:
         raise UsageError(str(exc)) from None
-    return dataclasses.replace(options, kustomize=args.kustomize)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (``importlib.metadata``
+    alone takes longer to import than an ``analyze`` run on small files)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 help: str = "show program's version number and exit") -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        sys.stdout.write(f"{parser.prog} {package_version()}\n")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rayservice-impact",
         description=f"Predict what the KubeRay operator does with a {NAMES_TEXT} change, "
                     "and what it costs.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("analyze", help="compare two manifest files or folders")
     p.add_argument("before", help="YAML file, or a kustomization / chart folder, before the change "
@@ -124,21 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def analysis_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Options shared by analyze, git and argocd-presync: flag > environment > default."""
-    from .settings import SettingsError, load_settings
+    from . import environ
 
     try:
-        settings = load_settings()
-    except SettingsError as exc:
+        version = args.kuberay_version or environ.kuberay_version()
+    except environ.SettingsError as exc:
         raise UsageError(str(exc)) from None
     policy = read_policy(args.policy) if args.policy else None
-    if policy is None and not args.policy:
+    if policy is None and not args.policy and (path := environ.policy_file()) is not None:
         try:
-            policy = settings.load_policy()
+            policy = read_policy(path, variable="RAYSERVICE_IMPACT_POLICY_FILE")
         except InputFileError as exc:
             raise UsageError(str(exc)) from None
     return {
-        "kuberay_version": args.kuberay_version or settings.kuberay_version,
-        "headroom": _headroom(args.headroom),
+        "kuberay_version": version,
+        "headroom": _headroom(args.headroom, (policy or {}).get("accelerators") or ()),
         "policy": policy,
         "crd": read_text(args.crd) if args.crd else None,
     }
@@ -198,8 +211,35 @@ def _server_extra(command: str) -> None:
 
     missing = [m for m in ("fastapi", "uvicorn", "kubernetes") if importlib.util.find_spec(m) is None]
     if missing:
-        raise UsageError(f"{command} needs the server extra ({', '.join(missing)} missing): "
-                         "pip install 'rayservice-impact[server]'")
+        raise UsageError(f"{command} needs the [server] extra ({', '.join(missing)} missing); install it "
+                         f"from where this copy came from: {_server_install_hint()}")
+
+
+def _server_install_hint() -> str:
+    """The command that adds the [server] extra to this install. The package is not on an index:
+    it is installed from a clone or a built wheel, which pip records (PEP 610 direct_url.json)."""
+    import json
+    import shlex
+    from importlib.metadata import distributions
+    from urllib.parse import unquote, urlparse
+
+    source = "rayservice-impact"  # an install from an index, or one pip did not record
+    url = ""
+    # the first copy that says where it came from: a build's egg-info in the working directory
+    # comes first on sys.path and records nothing
+    for dist in distributions(name="rayservice-impact"):
+        try:
+            url = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+        except (ValueError, AttributeError):
+            url = ""
+        if url:
+            break
+    if url.startswith("file://"):
+        source = unquote(urlparse(url).path)
+    spec = shlex.quote(f"{source}[server]")
+    if "/pipx/venvs/" in sys.prefix.replace("\\", "/"):
+        return f"pipx install --force {spec}"
+    return f"{shlex.quote(sys.executable)} -m pip install {spec}"
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:

@@ -72,7 +72,7 @@ def resolve_range(repo: str, base: str, head: str | None = None) -> tuple[str, s
         try:
             merge_base = _git(repo, "merge-base", left, right).decode().strip()
         except GitError:
-            raise GitError(f"{left} and {right} have no merge base in {repo}") from None
+            raise GitError(f"{left} and {right} have no merge base in {repo}{_shallow_note(repo)}") from None
         return merge_base, right
     if ".." in base:
         left, _, right = base.partition("..")
@@ -84,7 +84,21 @@ def _verify(repo: str, rev: str) -> None:
     try:
         _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     except GitError:
-        raise GitError(f"unknown revision {rev!r} in {repo}") from None
+        raise GitError(f"unknown revision {rev!r} in {repo}{_shallow_note(repo)}") from None
+
+
+SHALLOW = ("; this is a shallow clone, which lacks the commits to compare: fetch the whole history, "
+           "with `fetch-depth: 0` on actions/checkout (or `git fetch --unshallow` here)")
+
+
+def _shallow_note(repo: str) -> str:
+    """Why a revision or merge base may be missing: a shallow clone (actions/checkout's default
+    depth of 1) has only the last commits."""
+    try:
+        shallow = _git(repo, "rev-parse", "--is-shallow-repository").decode().strip() == "true"
+    except GitError:
+        return ""
+    return SHALLOW if shallow else ""
 
 
 def _show(repo: str, rev: str, path: str) -> bytes:
@@ -94,10 +108,7 @@ def _show(repo: str, rev: str, path: str) -> bytes:
 def _name_status(repo: str, base: str, head: str, pathspecs: Sequence[str]) -> list[tuple[str, str, str]]:
     """(status letter, old path, new path) of every file changed from ``base`` to ``head``."""
     for rev in (base, head):
-        try:
-            _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-        except GitError:
-            raise GitError(f"unknown revision {rev!r} in {repo}") from None
+        _verify(repo, rev)
     out = _git(repo, "diff", "--name-status", "-z", "-M", base, head, "--", *pathspecs)
     fields = out.decode("utf-8", errors="surrogateescape").split("\0")
     entries: list[tuple[str, str, str]] = []

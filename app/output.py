@@ -43,7 +43,8 @@ def package_version() -> str:
 
 def format_report(report: diffing.Report, fmt: str | None, locate: Any = None) -> str:
     """``report`` as ``--format`` ``fmt`` says (one of :data:`FORMATS`; ``None``: markdown on a
-    terminal, else json). ``locate`` places findings on lines for the github and sarif formats."""
+    terminal, else json). ``locate`` places findings on lines for the github and sarif formats,
+    and names the pull request's file and line in the markdown's ways out."""
     if fmt is None:
         fmt = "markdown" if sys.stdout.isatty() else "json"
     if fmt == "json":
@@ -56,4 +57,4 @@ def format_report(report: diffing.Report, fmt: str | None, locate: Any = None) -
             return render_github(items)
         sarif = render_sarif(report, items, version=package_version())
         return json.dumps(sarif, indent=2, ensure_ascii=False) + "\n"
-    return diffing.render_markdown(report)
+    return diffing.render_markdown(report, locate=locate)

@@ -90,7 +90,9 @@ async def _webhook_not_configured() -> JSONResponse:
     """Without a secret the route accepts nothing (no unsigned webhook, ever), and says why, so a
     platform engineer who set up the GitHub webhook first sees what is missing, not a bare 404."""
     return JSONResponse(error_body("not-configured", "the GitHub webhook is not configured on this server: "
-                                   "set RAYSERVICE_IMPACT_GITHUB_WEBHOOK_SECRET to the webhook's secret"),
+                                   "set RAYSERVICE_IMPACT_GITHUB_WEBHOOK_SECRET to the webhook's secret "
+                                   "(deploy/base reads it from the key github-webhook-secret of the Secret "
+                                   "rayservice-impact) and restart the service"),
                         status_code=503)
 
 

@@ -10,9 +10,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from diffing.versions import DEFAULT
 
+from .environ import SettingsError  # the command line's reader (no pydantic) raises it too
 
-class SettingsError(Exception):
-    """A configuration value that is not valid; the message names the variable."""
+__all__ = ["Settings", "SettingsError", "load_settings"]
 
 
 class Settings(BaseSettings):

@@ -105,7 +105,14 @@ def _python_hash(case: Mapping[str, Any]) -> dict[str, str]:
     import base64
     import hashlib
 
-    from diffing.engine import Engine, _clear, cluster_schema, go_json, recreate_hash_input
+    from diffing.engine import (
+        Engine,
+        _clear,
+        cluster_schema,
+        cluster_stored_spec,
+        go_json,
+        recreate_hash_input,
+    )
     from diffing.policy import Policy
     from diffing.versions import rules_for
 
@@ -116,7 +123,11 @@ def _python_hash(case: Mapping[str, Any]) -> dict[str, str]:
         if case["kind"] == "RayCluster":
             encoded = recreate_hash_input(engine, spec, api_version)
         else:
-            rcc = {k: v for k, v in (spec.get("rayClusterConfig") or {}).items() if k != "suspend"}
+            # The rayClusterConfig as stored (a v1alpha1 write as v1 holds it), then encoded.
+            rcc = cluster_stored_spec(engine, spec.get("rayClusterConfig") or {}, api_version)
+            rcc = {k: v for k, v in rcc.items() if k != "suspend"}
+            if engine.schemas.converted(api_version):
+                api_version = "ray.io/v1"
             types = engine.gotypes
             encoded = types.encode(rcc, types.root, engine.schemas, cluster_schema(engine, api_version))
             for pattern in engine.cluster_muted:

@@ -81,7 +81,7 @@ type Result struct {
 	} `json:"accelerators"`
 	Hash      *Hashes   `json:"hash,omitempty"`
 	Deletion  *Deletion `json:"deletion,omitempty"`
-	Probe     string    `json:"probe,omitempty"` // RayCluster: do pods built later differ? "differs" | "same" | "orphaned"
+	Probe     string    `json:"probe,omitempty"` // RayCluster: do pods built later differ? "differs" | "same" | "removed-groups"
 	Events    []string  `json:"events"`          // reasons recorded after the change, in order, deduplicated
 	Rounds    []int     `json:"rounds"`
 	Converged bool      `json:"converged"`
@@ -733,10 +733,11 @@ func (w *world) rayCluster(res *Result, before, after *snapshot, storedBefore, s
 			res.Probe = "differs"
 			// Pods of a worker group the new spec no longer names are never visited again
 			// (reconcilePods loops over the spec's groups, raycluster_controller.go:1069): they
-			// keep running, abandoned. If they are the whole difference, the change is one
-			// KubeRay never carries out, not one that waits for pods built later.
-			if w.orphanedGroups(rc) && freshPods(withoutGroupsOf(storedBefore, rc)) == freshPods(stored) {
-				res.Probe = "orphaned"
+			// keep running, abandoned, and a group at zero pods simply stops being scaled. If the
+			// removed groups are the whole difference, the change is one KubeRay never carries
+			// out on pods, not one that waits for pods built later.
+			if trimmed := withoutGroupsOf(storedBefore, rc); trimmed != nil && freshPods(trimmed) == freshPods(stored) {
+				res.Probe = "removed-groups"
 			}
 		}
 		if res.Probe == "differs" {
@@ -747,23 +748,8 @@ func (w *world) rayCluster(res *Result, before, after *snapshot, storedBefore, s
 	}
 }
 
-// orphanedGroups: some worker pod of rc belongs to a group its spec no longer has.
-func (w *world) orphanedGroups(rc *rayv1.RayCluster) bool {
-	names := map[string]bool{}
-	for _, g := range rc.Spec.WorkerGroupSpecs {
-		names[g.GroupName] = true
-	}
-	var pods corev1.PodList
-	must(w.c.List(w.ctx, &pods, client.InNamespace(rc.Namespace), client.MatchingLabels{utils.RayClusterLabelKey: rc.Name}))
-	for _, p := range pods.Items {
-		if p.Labels[utils.RayNodeTypeLabelKey] != string(rayv1.HeadNode) && !names[p.Labels[utils.RayNodeGroupLabelKey]] {
-			return true
-		}
-	}
-	return false
-}
-
-// withoutGroupsOf: the stored object with only the worker groups rc still names.
+// withoutGroupsOf: the stored object with only the worker groups rc still names; nil when rc
+// names them all.
 func withoutGroupsOf(stored map[string]any, rc *rayv1.RayCluster) map[string]any {
 	names := map[string]bool{}
 	for _, g := range rc.Spec.WorkerGroupSpecs {
@@ -777,6 +763,9 @@ func withoutGroupsOf(stored map[string]any, rc *rayv1.RayCluster) map[string]any
 		if gm, _ := g.(map[string]any); names[fmt.Sprint(gm["groupName"])] {
 			kept = append(kept, g)
 		}
+	}
+	if len(kept) == len(groups) {
+		return nil
 	}
 	spec["workerGroupSpecs"] = kept
 	return obj

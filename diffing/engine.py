@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import base64
-import hashlib
+import dataclasses
 import json
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -12,7 +13,7 @@ from diffing.kube.diff import Differ, Difference
 from diffing.kube.gojson import ABSENT, OMIT, GoTypes, TypeDesc, same_encoding, struct
 from diffing.kube.manifests import Manifest
 from diffing.kube.paths import Path
-from diffing.kube.schema import Schema, SchemaSet
+from diffing.kube.schema import STORAGE_VERSION, Schema, SchemaSet
 from diffing.kube.values import dig, mapping, seq
 from diffing.policy import Policy
 from diffing.rayservice import serve
@@ -66,8 +67,15 @@ class Engine:
         return self.schemas.child(self.schema_root(m.api_version), "spec")
 
     def defaulted(self, m: Manifest) -> dict[str, Any]:
-        """The object as the API server stores it: pruned and defaulted spec."""
-        return self.schemas.stored(m.obj, self.spec_schema(m))
+        """The object as the API server stores it: pruned and defaulted spec (a v1alpha1 write as
+        v1 stores it, :meth:`SchemaSet.stored`)."""
+        return self.schemas.stored(m.obj, self.spec_schema(m),
+                                   self.schemas.child(self.schemas.root(STORAGE_VERSION), "spec"))
+
+    def stored_view(self, m: Manifest) -> Manifest:
+        """``m`` as the field walk and the hash read it: the same object when written in the
+        storage version, else as stored (:func:`stored_view`)."""
+        return stored_view(self.schemas, m, lambda v: self.schemas.child(self.schema_root(v), "spec"))
 
     def spec_type(self, key: str) -> TypeDesc | None:
         if key == "rayClusterConfig":
@@ -85,6 +93,7 @@ class Engine:
         of the new spec (N = groups running) hash-equal to the running ones. Groups whose text
         is identical are not encoded at all: equal input, equal hash.
         """
+        b, a = self.stored_view(b), self.stored_view(a)
         brcc = dict(dig(b.obj, "spec", "rayClusterConfig"))
         arcc = dict(dig(a.obj, "spec", "rayClusterConfig"))
         bgroups, agroups = seq(brcc.pop("workerGroupSpecs", None)), seq(arcc.pop("workerGroupSpecs", None))
@@ -104,6 +113,7 @@ class Engine:
 
     def differences(self, b: Manifest, a: Manifest) -> list[Difference]:
         out = envelope_differences(self.differ, b, a)
+        b, a = self.stored_view(b), self.stored_view(a)  # each side as the API server stores it
         bspec, aspec = mapping(b.obj.get("spec")), mapping(a.obj.get("spec"))
         sch = self.spec_schema(a)
         for key in list(bspec) + [k for k in aspec if k not in bspec]:
@@ -121,14 +131,30 @@ class Engine:
         return out
 
 
+def stored_view(schemas: SchemaSet, m: Manifest, spec_at: Callable[[str], Schema | None]) -> Manifest:
+    """``m`` with its spec as the storage version holds it, for the field walk and the hash (both
+    read with the storage version's schema): the same manifest when written in the storage
+    version (or an unserved one, rejected), else its spec pruned with its own version's schema,
+    relabelled ``<group>/v1`` (:meth:`SchemaSet.stored`: a v1alpha1 write drops v1's newer
+    fields). ``spec_at`` gives a version's ``spec`` schema. Its own version's defaults are left to
+    the walk: each is also v1's, with the same value (checked in tests/diffing/kube/test_stored.py).
+    """
+    if not schemas.converted(m.api_version) or "spec" not in m.obj:
+        return m
+    group = m.api_version.split("/", 1)[0]
+    spec = schemas.prune(m.obj["spec"], spec_at(m.api_version))
+    return dataclasses.replace(m, obj={**m.obj, "apiVersion": f"{group}/{STORAGE_VERSION}", "spec": spec})
+
+
 def envelope_differences(differ: Differ, b: Manifest, a: Manifest) -> list[Difference]:
-    """What differs outside the spec, the same for every kind: the API version (v1alpha1 and v1
-    store the same object) and the metadata, without the name and namespace that paired the two
-    (a missing namespace is "default")."""
+    """What differs outside the spec, the same for every kind: the API version (no change by
+    itself: the object is stored as v1 either way; what a v1alpha1 write drops shows in the
+    spec, diffed as stored, :func:`stored_view`) and the metadata, without the name and
+    namespace that paired the two (a missing namespace is "default")."""
     out: list[Difference] = []
     if b.api_version != a.api_version:
         out.append(Difference(("apiVersion",), b.api_version, a.api_version, "modified", True,
-                              "same stored object"))
+                              "stored as v1 either way"))
     identity = ("name", "namespace")
     bmeta = {k: v for k, v in mapping(b.obj.get("metadata")).items() if k not in identity}
     ameta = {k: v for k, v in mapping(a.obj.get("metadata")).items() if k not in identity}
@@ -148,13 +174,31 @@ def cluster_schema(engine: Engine, api_version: str) -> Schema | None:
 
 
 def cluster_defaulted(engine: Engine, m: Manifest) -> dict[str, Any]:
-    """A RayCluster as the API server stores it: pruned and defaulted spec."""
-    return engine.schemas.stored(m.obj, cluster_schema(engine, m.api_version))
+    """A RayCluster as the API server stores it: pruned and defaulted spec (a v1alpha1 write as
+    v1 stores it, :meth:`SchemaSet.stored`)."""
+    return engine.schemas.stored(m.obj, cluster_schema(engine, m.api_version),
+                                 cluster_schema(engine, STORAGE_VERSION))
+
+
+def cluster_view(engine: Engine, m: Manifest) -> Manifest:
+    """A RayCluster as the field walk and the hash read it (:func:`stored_view`)."""
+    return stored_view(engine.schemas, m, lambda v: cluster_schema(engine, v))
+
+
+def cluster_stored_spec(engine: Engine, spec: Any, api_version: str) -> Any:
+    """A RayCluster spec (or a RayService's ``rayClusterConfig``) written in ``api_version`` as
+    the operator reads it from the storage version: ``spec`` itself for a v1 write, else
+    pruned and defaulted (:meth:`SchemaSet.stored`). What the cluster hash encodes."""
+    if not engine.schemas.converted(api_version):
+        return spec
+    return engine.schemas.stored({"spec": mapping(spec)}, cluster_schema(engine, api_version),
+                                 cluster_schema(engine, STORAGE_VERSION))["spec"]
 
 
 def cluster_differences(engine: Engine, b: Manifest, a: Manifest) -> list[Difference]:
     """The RayCluster's differences: apiVersion, metadata (name and namespace are the key), spec."""
     out = envelope_differences(engine.differ, b, a)
+    b, a = cluster_view(engine, b), cluster_view(engine, a)  # each side as the API server stores it
     out.extend(engine.differ.diff(mapping(b.obj.get("spec")), mapping(a.obj.get("spec")), ("spec",),
                                   cluster_schema(engine, a.api_version), engine.gotypes.root))
     return out
@@ -172,6 +216,9 @@ def recreate_hash_input(engine: Engine, spec: Any, api_version: str = "ray.io/v1
     (``scaleStrategy``, whose only field is ``workersToDelete``).
     """
     types = engine.gotypes
+    spec = cluster_stored_spec(engine, spec, api_version)  # a v1alpha1 write: as v1 stores it
+    if engine.schemas.converted(api_version):
+        api_version = f"ray.io/{STORAGE_VERSION}"
     encoded = types.encode(_operator_defaults(spec), types.root, engine.schemas,
                            cluster_schema(engine, api_version))
     for pattern in engine.cluster_muted:
@@ -243,5 +290,7 @@ def recreate_hash(engine: Engine, spec: Any, api_version: str = "ray.io/v1") -> 
     checked against a Go build here, so a mismatch with a live head pod is reported as
     "may be pending", never as certain.
     """
+    import hashlib  # here, not at the top: its import costs a CLI run more than a small analysis does
+
     digest = hashlib.sha1(go_json(recreate_hash_input(engine, spec, api_version)), usedforsecurity=False)
     return base64.b32hexencode(digest.digest()).decode("ascii")

@@ -6,6 +6,7 @@ the report. The tree::
     DiffingError
     ├── ManifestError            a YAML text that cannot be read (syntax, limits, shape)
     ├── PolicyError              a policy mapping that is not valid
+    │   └── HeadroomError        a headroom amount or resource name that is not valid
     └── UnsupportedVersionError  a KubeRay version with no rule table
 
 Each carries structured fields and builds its own message, so the shell can map them to
@@ -79,6 +80,19 @@ class PolicyError(DiffingError):
         self.reason = reason
         self.key = key
         super().__init__(f"policy {key}: {reason}" if key else f"policy: {reason}")
+
+
+class HeadroomError(PolicyError):
+    """A headroom the caller gave (``--headroom``, the API's ``headroom``) that is not valid: an
+    amount that is none, or a name no pod can request. A :class:`PolicyError` for callers that
+    catch those, with its own code and a message that says headroom, which is what was given."""
+
+    code = "invalid-headroom"
+
+    def __init__(self, reason: str, *, key: str = "") -> None:
+        self.reason = reason
+        self.key = key
+        DiffingError.__init__(self, f"headroom {key}: {reason}" if key else f"headroom: {reason}")
 
 
 class UnsupportedVersionError(DiffingError):

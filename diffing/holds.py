@@ -16,8 +16,8 @@ from diffing.kube.paths import Path, format_path
 from diffing.kube.resources import is_extended, is_known_accelerator
 from diffing.live import LiveCluster
 from diffing.policy import Policy, parse_headroom
-from diffing.report import Finding
-from diffing.vocab import Severity
+from diffing.report import Finding, WayOut
+from diffing.vocab import Actor, Severity
 
 
 def located(m: Manifest | None, severity: str, code: str, path: Path | str, message: str) -> Finding:
@@ -85,31 +85,65 @@ def shortfalls(policy: Policy, extra: Mapping[str, Any], known: Mapping[str, Fra
     return out
 
 
-OVERRIDE = ("accept it on purpose: a maintainer comments `/rayservice-impact approve <reason>` on the "
-            "pull request (recorded in the comment), or the policy says `holdOnRecreate: never` / "
-            "`notApplied: warn`")
+APPROVE = ("with `/rayservice-impact approve <reason>` (a maintainer's comment on the pull request; the "
+           "service records who and why, for this result only)")
 
 
-def replacement_steps(gpus: Mapping[str, Any]) -> list[str]:
-    """The ways out of a hold on an object created while the change deletes another."""
+def approve(steps: Sequence[WayOut], confirm: str = "") -> WayOut:
+    """The reviewer's way out of every hold: accept it on purpose, with a reason, or ask the
+    author for one of their edits (when ``steps`` has any). ``confirm``: what accepting it
+    confirms (an outage, lost work)."""
+    what = f"confirm {confirm} and accept it" if confirm else "accept it on purpose"
+    ask = ", or ask the author for an edit below" if any(w.by == Actor.AUTHOR for w in steps) else ""
+    return WayOut(Actor.REVIEWER, f"{what} {APPROVE}{ask}")
+
+
+def author(text: str, fix: tuple[Path, Any] | None = None) -> WayOut:
+    return WayOut(Actor.AUTHOR, text, fix)
+
+
+def platform(text: str) -> WayOut:
+    return WayOut(Actor.PLATFORM, text)
+
+
+def policy_setting(setting: str, what: str) -> WayOut:
+    """A policy setting that releases this hold (and every other of its kind)."""
+    return platform(f"stop holding {what} in every pull request: the policy's `{setting}`")
+
+
+# The policy settings that release a hold, by what the hold is about; a hold gets only its own.
+NOT_APPLIED_SETTING = ("notApplied: warn", "changes the operator will not apply")
+RECREATE_SETTING = ("holdOnRecreate: never", "cluster recreations for lack of room")
+ALWAYS_SETTING = ("holdOnRecreate: gpu-only", "cluster recreations the headroom covers (`always` holds "
+                  "every one)")
+
+
+def fix_errors() -> WayOut:
+    return author("fix the error findings below: they hold whatever else the change does")
+
+
+def replacement_steps(gpus: Mapping[str, Any], declared: Sequence[str] = ()) -> list[WayOut]:
+    """The ways out of a hold on an object created while the change deletes another
+    (``declared``: the policy's own ``accelerators``)."""
     need = ", ".join(f"{v} {k}" for k, v in gpus.items())
     flags = " ".join(f"{k}={v}" for k, v in gpus.items())
-    return [f"make room for {need} while the old and the new object both run, and say so: `--headroom "
-            f"{flags}` (the Action's `headroom:` input) or the policy's `thresholds`",
-            "or split the change: delete the old object in one change and sync it (with prune), then add "
-            "the new one, so the two never run together (metadata.name cannot change in place)"]
+    return [author("split the change: delete the old object in one change and sync it (with prune), then "
+                   "add the new one, so the two never run together (metadata.name cannot change in place)"),
+            platform(f"make room for {need} while the old and the new object both run, and say so: "
+                     f"`--headroom {flags}` (the Action's `headroom:` input) or the policy's `thresholds`"),
+            *unknown_device_steps(gpus, declared), policy_setting(*RECREATE_SETTING)]
 
 
-def unknown_device_steps(gpus: Mapping[str, Any], declared: Sequence[str]) -> list[str]:
+def unknown_device_steps(gpus: Mapping[str, Any], declared: Sequence[str]) -> list[WayOut]:
     """A hint for extended resources no accelerator family names: they count until the policy
     says they are not scarce."""
     unknown = [k for k in gpus if is_extended(k) and not is_known_accelerator(k) and k not in declared]
     if not unknown:
         return []
     names = ", ".join(unknown)
-    return [f"{names} {'is an extended resource' if len(unknown) == 1 else 'are extended resources'} "
-            "(a device plugin's) and counted like a GPU; if it is not a scarce device, say so in the policy: "
-            f"`notAccelerators: [{names}]`"]
+    what = "is an extended resource" if len(unknown) == 1 else "are extended resources"
+    return [platform(f"{names} {what} (a device plugin's) and counted like a GPU; if it is not a scarce "
+                     f"device, say so in the policy: `notAccelerators: [{names}]`")]
 
 
 def error_hold(findings: Sequence[Finding], policy: Policy) -> tuple[str, str] | None:

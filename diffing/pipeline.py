@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from diffing.engine import Engine
+from diffing.environments import rank as environment_rank
 from diffing.errors import ManifestError
 from diffing.holds import (
     NOT_APPLIED_HOLD,
@@ -48,7 +49,7 @@ from diffing.kube.manifests import (
 )
 from diffing.kube.paths import Path
 from diffing.kube.resources import human
-from diffing.kube.schema import Schema, SchemaSet, transition_errors, validate
+from diffing.kube.schema import Schema, SchemaSet, ratchet, transition_errors, validate, version_errors
 from diffing.kube.values import dig
 from diffing.live import LiveCluster, live_key
 from diffing.managed import external_manager
@@ -63,6 +64,8 @@ from diffing.report import (
     Finding,
     Report,
     ResourceReport,
+    WayOut,
+    by_actor,
 )
 from diffing.versions import DEFAULT, rules_for
 from diffing.vocab import NO_OP, Action, Rollout
@@ -124,7 +127,7 @@ class Analysis:
         self.capacity: Capacity | None = None
         self.decision: str = APPROVE
         self.headline = ""
-        self.steps: tuple[str, ...] = ()
+        self.steps: tuple[WayOut, ...] = ()
         self.strategy = ""
 
     @classmethod
@@ -141,7 +144,7 @@ class Analysis:
         if a.action != Action.UNCHANGED:  # nothing is applied, whatever the manifest says
             a.decide()
         if a.decision == HOLD:
-            a.steps = a.ways_out()
+            a.steps = by_actor(a.ways_out())
         return a.report()
 
     @cached_property
@@ -177,8 +180,11 @@ class Analysis:
         stores reaches the operator's validation."""
         assert self.after is not None and self.a_def is not None
         schemas, spec = self.schemas()
-        self.schema_errors = validate(schemas, self.after.obj.get("spec"), spec, ("spec",),
-                                      unknown=self.unknown)
+        self.schema_errors = version_errors(schemas, self.after.api_version) + validate(
+            schemas, self.after.obj.get("spec"), spec, ("spec",), unknown=self.unknown)
+        if self.b_def is not None:  # an update: the old object (as stored) read in the write's version
+            self.schema_errors = ratchet(schemas, self.schema_errors, self.after.obj.get("spec"),
+                                         self.b_def.get("spec"), spec)
         self.schema_errors += self.cel_errors()
         if self.before is not None:
             self.schema_errors += transition_errors(schemas, self.before.obj.get("spec"),
@@ -226,8 +232,9 @@ class Analysis:
         """Stage 6 (for an object the change touches): ``decision`` and ``headline``."""
         raise NotImplementedError
 
-    def ways_out(self) -> tuple[str, ...]:
-        """Stage 7 (a hold): the ways out, most specific first."""
+    def ways_out(self) -> Sequence[WayOut]:
+        """Stage 7 (a hold): the ways out, each with who can take it; within one actor the most
+        specific first (:func:`~diffing.report.by_actor` orders the actors)."""
         raise NotImplementedError
 
     def ignore_entry(self) -> dict[str, Any]:
@@ -293,7 +300,7 @@ class Analysis:
             changes=tuple(self.changes), capacity=self.capacity, findings=tuple(self.findings),
             ignore_differences=(self.ignore_entry(),) if self.decision == IGNORE else (),
             source=self.main.where(), origin=self.main.source, strategy=self.strategy,
-            headline=self.headline, next_steps=self.steps, kind=self.kind)
+            headline=self.headline, ways_out=self.steps, kind=self.kind)
 
 
 def analyze(before_text: Texts, after_text: Texts, kuberay_version: str = DEFAULT,
@@ -350,7 +357,7 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
              notes: Sequence[Finding]) -> Report:
     rules = rules_for(kuberay_version)
     pol = Policy.from_mapping(policy)
-    room = parse_headroom(headroom)
+    room = parse_headroom(headroom, known=pol.accelerators)
     lim = limits or Limits()
     engine = Engine(rules, pol, crd_schemas(crd) if crd else None, before_is_live=before_is_live)
     b_others: dict[ObjectKey, Any] = {}
@@ -374,9 +381,13 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
                   for f in general)
     decision = HOLD if blocked or any(r.decision == HOLD for r in resources) else \
         IGNORE if any(r.decision == IGNORE for r in resources) else APPROVE
+    # The summary names the most important environment's object first (production, or the
+    # policy's order); the resources keep their order (kind, namespace, name).
+    first = sorted(resources, key=lambda r: environment_rank(r, pol.environments))
     return Report(kuberay_version=rules.version, decision=decision,
-                  summary=summarize(decision, resources, general, not_analysed),
-                  resources=tuple(resources), findings=general, not_analysed=not_analysed)
+                  summary=summarize(decision, first, general, not_analysed),
+                  resources=tuple(resources), findings=general, not_analysed=not_analysed,
+                  environments=pol.environments)
 
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from diffing.errors import PolicyError
+from diffing.errors import HeadroomError, PolicyError
 from diffing.kube.quantity import Quantity, QuantityError
 from diffing.kube.resources import family, is_accelerator, is_extended, is_known_accelerator
 
@@ -18,7 +19,7 @@ RENDER_FAILURE = ("hold", "warn")
 HOLD_ON_LATENT = ("version-skew", "always", "never")
 UNKNOWN_SOURCES = ("hold", "warn")
 _KEYS = {"holdOnRecreate", "thresholds", "notApplied", "operator", "accelerators", "notAccelerators",
-         "holdOnErrors", "renderFailure", "raycluster", "unknownSources"}
+         "holdOnErrors", "renderFailure", "raycluster", "unknownSources", "environments"}
 # A source named in an unknown-source finding: a URL, an scp-like git address, a host path.
 _SOURCE = re.compile(r"(?:[a-z][a-z0-9+.-]*://|git@)[^\s'\"(),;]+|\b(?:github|gitlab|bitbucket)\.(?:com|org)/[^\s'\"(),;]+")
 
@@ -49,6 +50,9 @@ class Policy:
       GitOps deploys from outside what the tool can read (a remote base, a submodule, a chart
       of another repository, an ApplicationSet) holds by default; ``warn`` makes it a warning,
       and ``allow`` lists sources (URL prefixes) known to deploy no KubeRay object.
+    * ``environments``: the order in which a report lists the environments a change reaches
+      (words of a root, file or namespace: ``[prod, canary, staging]``); by default production
+      first (:mod:`diffing.environments`). It decides nothing.
     """
 
     hold_on_recreate: str = "gpu-only"
@@ -64,6 +68,7 @@ class Policy:
     not_accelerators: tuple[str, ...] = ()
     unknown_sources: str = "hold"
     allowed_sources: tuple[str, ...] = ()
+    environments: tuple[str, ...] = ()
 
     def allows(self, message: str) -> bool:
         """Whether an ``unknown-source`` finding's message names only allowed sources (a finding
@@ -95,11 +100,12 @@ class Policy:
         hold = _choice(data, "holdOnRecreate", HOLD_ON_RECREATE, "gpu-only")
         not_applied = _choice(data, "notApplied", NOT_APPLIED, "hold")
         thresholds = {}
+        accel = _names(data, "accelerators")
         raw = data.get("thresholds") or {}
         if not isinstance(raw, Mapping):
             raise PolicyError("must be a mapping of resource name to amount", key="thresholds")
         for name, amount in raw.items():
-            thresholds[str(name)] = amount_of(name, amount, "thresholds")
+            thresholds[str(name)] = amount_of(name, amount, "thresholds", known=accel)
         operator = data.get("operator") or {}
         if not isinstance(operator, Mapping) or set(operator) - {"featureGates", "env"}:
             raise PolicyError("must be a mapping with featureGates and/or env", key="operator")
@@ -109,7 +115,6 @@ class Policy:
         env = operator.get("env") or {}
         if not isinstance(env, Mapping):
             raise PolicyError("must map variable names to strings", key="operator.env")
-        accel = _names(data, "accelerators")
         not_accel = _not_accelerators(data, accel)
         hold_errors = _flag(data, "holdOnErrors", True)
         render_failure = _choice(data, "renderFailure", RENDER_FAILURE, "hold")
@@ -122,7 +127,18 @@ class Policy:
         return cls(hold, thresholds, not_applied, dict(gates),
                    {str(k): _env_value(k, v) for k, v in env.items()},
                    tuple(accel), hold_errors, render_failure, cluster_recreate, cluster_latent,
-                   tuple(not_accel), unknown_default, allowed)
+                   tuple(not_accel), unknown_default, allowed, _environments(data.get("environments")))
+
+
+def _environments(value: Any) -> tuple[str, ...]:
+    """``environments``: names (words of a root, file or namespace), most important first."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9]+", v)
+                                              for v in value):
+        raise PolicyError("must be a list of environment names (letters and digits: prod, staging)",
+                          key="environments")
+    return tuple(v.lower() for v in value)
 
 
 def _unknown_sources(value: Any) -> tuple[str, tuple[str, ...]]:
@@ -221,13 +237,71 @@ def _shown(raw: Any) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def amount_of(name: Any, raw: Any, what: str) -> Fraction:
+# What a container can request without a domain (Kubernetes' standard container resources;
+# ``hugepages-<size>`` besides). Any other name without one is a typo or a nickname.
+_STANDARD = ("cpu", "memory", "ephemeral-storage", "storage")
+# The names people type for a resource, and the one Kubernetes knows it by.
+_NICKNAMES = {
+    "gpu": "nvidia.com/gpu", "gpus": "nvidia.com/gpu", "nvidia": "nvidia.com/gpu",
+    "nvidia-gpu": "nvidia.com/gpu", "nvidia_gpu": "nvidia.com/gpu", "cuda": "nvidia.com/gpu",
+    "amd": "amd.com/gpu", "amd-gpu": "amd.com/gpu", "rocm": "amd.com/gpu",
+    "tpu": "google.com/tpu", "tpus": "google.com/tpu",
+    "neuron": "aws.amazon.com/neuron", "neuroncore": "aws.amazon.com/neuroncore",
+    "inferentia": "aws.amazon.com/neuron", "trainium": "aws.amazon.com/neuron",
+    "gaudi": "habana.ai/gaudi", "hpu": "habana.ai/gaudi", "habana": "habana.ai/gaudi",
+    "cpus": "cpu", "vcpu": "cpu", "vcpus": "cpu", "cores": "cpu",
+    "mem": "memory", "ram": "memory", "disk": "ephemeral-storage",
+}
+# The names a likely name is picked from (with the policy's own accelerators).
+_KNOWN_NAMES = (*_STANDARD, "nvidia.com/gpu", "amd.com/gpu", "google.com/tpu", "aws.amazon.com/neuron",
+                "aws.amazon.com/neuroncore", "habana.ai/gaudi", "gpu.intel.com/i915", "gpu.intel.com/xe")
+
+
+def likely_resource(name: str, known: Iterable[str] = ()) -> str:
+    """The resource name ``name`` most likely stands for (``gpu`` → ``nvidia.com/gpu``, ``Memory``
+    → ``memory``, ``requests.nvidia.com/gpu`` → ``nvidia.com/gpu``), or ``""``."""
+    low = name.strip().lower()
+    for prefix in ("requests.", "limits."):
+        if low.startswith(prefix) and not unknown_resource(low[len(prefix):], known):
+            return low[len(prefix):]
+    if low in _NICKNAMES:
+        return _NICKNAMES[low]
+    names = [*_KNOWN_NAMES, *known]
+    close = difflib.get_close_matches(low, names, n=1, cutoff=0.75)
+    if close:
+        return close[0]
+    # the device part of a known name: "i915" -> gpu.intel.com/i915
+    return next((n for n in names if n.rsplit("/", 1)[-1] == low), "")
+
+
+def unknown_resource(name: str, known: Iterable[str] = ()) -> bool:
+    """``name`` is no resource a pod can request: no domain and not a standard one (``gpu``,
+    ``CPU``), or a quota name (``requests.nvidia.com/gpu``). A name the policy lists under
+    ``accelerators`` is taken as it is."""
+    if name in known or name in _STANDARD or name.startswith("hugepages-"):
+        return False
+    return "/" not in name or name.startswith(("requests.", "limits."))
+
+
+def amount_of(name: Any, raw: Any, what: str, *, known: Iterable[str] = ()) -> Fraction:
     """An amount a caller gives for resource ``name`` (headroom, threshold), checked.
 
     Negative, non-numeric or absurd values (more than 10^18, a fraction of an accelerator)
-    are a :class:`PolicyError` naming the value, so the CLI exits 2 and the API answers 422.
+    are a :class:`PolicyError` naming the value, so the CLI exits 2 and the API answers 422;
+    so is a name no pod can request (``gpu``), with the likely one. ``known``: the policy's
+    ``accelerators``, names taken as they are.
     """
     key = f"{what}.{name}"
+    known = tuple(known)
+    if unknown_resource(str(name), known):
+        likely = likely_resource(str(name), known)
+        if likely:
+            raise PolicyError(f"{_shown(name)} is not a resource name a pod can request; did you mean "
+                              f"{likely}?", key=key)
+        raise PolicyError(f"{_shown(name)} is not a resource name a pod can request (cpu, memory, "
+                          "ephemeral-storage, hugepages-<size>, or a device with its domain, e.g. "
+                          "nvidia.com/gpu); list it under the policy's accelerators to count a device by "
+                          "that name", key=key)
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
         raise PolicyError(f"{_shown(raw)} is not an amount", key=key)
     if isinstance(raw, int) and raw.bit_length() > _MAX_BITS:
@@ -252,21 +326,26 @@ def amount_of(name: Any, raw: Any, what: str) -> Fraction:
     return value
 
 
-def parse_headroom(data: Mapping[str, Any] | None, *, measured: bool = False) -> dict[str, Fraction] | None:
+def parse_headroom(data: Mapping[str, Any] | None, *, measured: bool = False,
+                   known: Iterable[str] = ()) -> dict[str, Fraction] | None:
     """``{"nvidia.com/gpu": 8, "cpu": "16"}`` -> exact amounts; ``None`` = unknown.
 
-    A caller's headroom must be valid amounts (:func:`amount_of`). A ``measured`` one (the
-    live basis) is taken as it comes: a negative measurement (an over-committed node) is 0
+    A caller's headroom must be valid amounts of resources a pod can request (:func:`amount_of`;
+    ``known``: the policy's ``accelerators``), else a :class:`HeadroomError`. A ``measured`` one
+    (the live basis) is taken as it comes: a negative measurement (an over-committed node) is 0
     and an unreadable one is skipped.
     """
     if data is None:
         return None
     if not isinstance(data, Mapping):
-        raise PolicyError("headroom must map resource names to amounts")
+        raise HeadroomError("must map resource names to amounts")
     out: dict[str, Fraction] = {}
     for name, amount in data.items():
         if not measured:
-            out[str(name)] = amount_of(name, amount, "headroom")
+            try:
+                out[str(name)] = amount_of(name, amount, "headroom", known=known)
+            except PolicyError as exc:
+                raise HeadroomError(exc.reason, key=str(name)) from None
             continue
         try:
             out[str(name)] = max(Quantity.parse(amount).value, Fraction(0))

@@ -7,10 +7,10 @@ from typing import Any
 
 from diffing.kube.gojson import ABSENT, OMIT
 from diffing.kube.paths import Path, format_path
-from diffing.vocab import SEVERITY_ORDER, Decision, ExitCode
+from diffing.vocab import ACTOR_ORDER, SEVERITY_ORDER, Decision, ExitCode
 
 __all__ = ["APPROVE", "HOLD", "IGNORE", "SEVERITY_ORDER", "Capacity", "Change", "Finding", "Report",
-           "ResourceReport"]
+           "ResourceReport", "WayOut"]
 
 SCHEMA_VERSION = 1
 APPROVE: str = Decision.APPROVE
@@ -54,6 +54,23 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True)
+class WayOut:
+    """One way out of a hold and who can take it (:class:`~diffing.vocab.Actor`). ``fix``: the
+    field and the value that release the hold when the author writes them (one line of their
+    manifest), for a comment to show the edit where it goes."""
+
+    by: str
+    text: str
+    fix: tuple[Path, Any] | None = None
+
+
+def by_actor(ways: Any) -> tuple[WayOut, ...]:
+    """``ways`` in the order a reader can act on them: the reviewer's first, then the author's
+    edits, then what the platform can set; each actor's in the order given."""
+    return tuple(sorted(ways, key=lambda w: ACTOR_ORDER.get(w.by, len(ACTOR_ORDER))))
+
+
+@dataclass(frozen=True, slots=True)
 class Capacity:
     basis: str
     extra: dict[str, Any]
@@ -87,8 +104,13 @@ class ResourceReport:
     origin: str = ""  # the text it came from: a file, or a rendered root ("overlays/prod (kustomize)")
     strategy: str = ""
     headline: str = ""
-    next_steps: tuple[str, ...] = ()  # the ways out of a hold, most specific first
+    ways_out: tuple[WayOut, ...] = ()  # the ways out of a hold: the reviewer's, the author's, the platform's
     kind: str = "RayService"
+
+    @property
+    def next_steps(self) -> tuple[str, ...]:
+        """The ways out as the JSON report's ``nextSteps`` says them (same order)."""
+        return tuple(w.text for w in self.ways_out)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +134,7 @@ class Report:
     resources: tuple[ResourceReport, ...] = field(default_factory=tuple)
     findings: tuple[Finding, ...] = ()  # about the change as a whole, e.g. a root that failed to render
     not_analysed: dict[str, int] = field(default_factory=dict)  # other kinds that changed, by kind
+    environments: tuple[str, ...] = ()  # the policy's order of environments, for readers (not in the JSON)
 
     def to_dict(self) -> dict[str, Any]:
         return {

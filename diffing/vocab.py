@@ -63,6 +63,20 @@ class Rollout(StrEnum):
     NEXT_RUN = "next-run"
 
 
+class Actor(StrEnum):
+    """Who can take a way out of a hold, in the order a pull request's comment lists them: the
+    reviewer (accept it with the audited command, or ask for an edit), the author (an edit of
+    the change itself), the platform (whoever runs the cluster and this check: capacity, the
+    known headroom, the policy)."""
+
+    REVIEWER = "reviewer"
+    AUTHOR = "author"
+    PLATFORM = "platform"
+
+
+ACTOR_ORDER: dict[str, int] = {Actor.REVIEWER: 0, Actor.AUTHOR: 1, Actor.PLATFORM: 2}
+
+
 class ExitCode(IntEnum):
     """The CLI's (and the Argo CD hook's) exit codes, one per kind of answer."""
 

@@ -7,6 +7,13 @@ registry into a temporary folder at run time (never kept in the repository) and 
 ``file://`` URL. Headless chromium then takes the picture; nothing else is loaded. Every
 ``<details>`` is opened so the whole comment shows (on GitHub the folded parts start closed).
 
+The page is as wide as a comment in a pull request's conversation on github.com, about 780 px
+(:data:`WIDTH`), and the stylesheet takes GitHub's own rules where they decide the layout (inline
+code wraps at spaces, ``white-space: break-spaces``; a table is a block at most as wide as the
+comment that scrolls when its content is wider; text breaks long words). The page also measures
+what does not fit: every element of the comment whose content is wider than its box (a table
+or code block that would scroll sideways) is listed in ``data-overflow`` on ``<body>``.
+
     python scripts/screenshots.py            # writes docs/screenshots/<situation>.png
 
 Needs ``chromium`` and ``npm`` on PATH (Debian: ``apt-get install chromium``; the icons need an
@@ -33,7 +40,7 @@ from markdown_it import MarkdownIt
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 OUT = ROOT / "docs" / "screenshots"
-WIDTH = 1200
+WIDTH = 780  # a pull request comment's column on github.com (the page is exactly one comment wide)
 MIN_HEIGHT = 600
 MAX_HEIGHT = 8000
 
@@ -43,7 +50,7 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 STYLE = """
 body { margin: 0; background: #fff; color: #1f2328; }
-.frame { width: 980px; margin: 16px auto; border: 1px solid #d1d9e0; border-radius: 6px; }
+.frame { box-sizing: border-box; width: 780px; margin: 0; border: 1px solid #d1d9e0; border-radius: 6px; }
 .frame > header { background: #f6f8fa; border-bottom: 1px solid #d1d9e0; padding: 8px 16px;
   border-radius: 6px 6px 0 0; font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", Helvetica,
   Arial, sans-serif, "Noto Color Emoji"; color: #59636e; }
@@ -61,10 +68,12 @@ body { margin: 0; background: #fff; color: #1f2328; }
 .markdown-body ul, .markdown-body ol { padding-left: 2em; }
 .markdown-body li + li { margin-top: .25em; }
 .markdown-body code { padding: .2em .4em; font-size: 85%; background: #818b981f; border-radius: 6px;
+  white-space: break-spaces;
   font-family: ui-monospace, SFMono-Regular, "SF Mono", Menlo, Consolas, "Liberation Mono", monospace; }
 .markdown-body pre { padding: 16px; overflow: auto; font-size: 85%; line-height: 1.45;
-  background: #f6f8fa; border-radius: 6px; }
-.markdown-body pre code { padding: 0; background: transparent; font-size: 100%; }
+  background: #f6f8fa; border-radius: 6px; word-wrap: normal; }
+.markdown-body pre > code { padding: 0; background: transparent; font-size: 100%; white-space: pre;
+  word-break: normal; }
 .markdown-body table { display: block; width: max-content; max-width: 100%; overflow: auto;
   border-spacing: 0; border-collapse: collapse; }
 .markdown-body th { font-weight: 600; }
@@ -75,14 +84,42 @@ body { margin: 0; background: #fff; color: #1f2328; }
 .markdown-body pre.mermaid { background: #fff; text-align: center; }
 """
 
-# Opens every <details>, draws the mermaid blocks, then notes on <body> what happened and how tall
-# the comment is (data-rendered: "done" or the error; data-height: the comment's bottom edge).
+# Opens every <details>, draws the mermaid blocks, then notes on <body> what happened, how tall
+# the comment is (data-rendered: "done" or the error; data-height: the comment's bottom edge) and
+# what is wider than its box (data-overflow: a JSON list of {what, scroll, client, text}: an
+# element whose content is wider than itself scrolls sideways on GitHub; one that reaches past
+# the comment's right edge pushes it wider).
 SCRIPT = """
 document.querySelectorAll('details').forEach(d => d.open = true);
+const overflowing = () => {
+  const body = document.querySelector('.markdown-body');
+  const out = [];
+  const check = (el, what) => {
+    if (el.scrollWidth > el.clientWidth + 1) {
+      out.push({what: what, scroll: el.scrollWidth, client: el.clientWidth,
+                text: el.textContent.slice(0, 80)});
+    }
+  };
+  check(document.documentElement, 'page');
+  check(document.querySelector('.frame'), 'comment');
+  check(body, 'comment body');
+  body.querySelectorAll('table, pre, blockquote, ul, ol, p, details').forEach(
+    el => check(el, el.tagName.toLowerCase()));
+  const right = body.getBoundingClientRect().right;
+  body.querySelectorAll('*').forEach(el => {
+    const box = el.getBoundingClientRect();
+    if (box.width > 0 && box.right > right + 1) {
+      out.push({what: 'past the comment: ' + el.tagName.toLowerCase(), scroll: Math.ceil(box.right),
+                client: Math.floor(right), text: el.textContent.slice(0, 80)});
+    }
+  });
+  return out;
+};
 const done = (what) => {
   document.body.dataset.rendered = what;
   const frame = document.querySelector('.frame');
   document.body.dataset.height = Math.ceil(frame.getBoundingClientRect().bottom + window.scrollY);
+  document.body.dataset.overflow = JSON.stringify(overflowing());
 };
 if (typeof mermaid === 'undefined') { done('mermaid did not load'); }
 else {
@@ -156,6 +193,16 @@ def dump_dom(page: Path, height: int = 2200) -> str:
     return proc.stdout
 
 
+def overflow(dom: str) -> list[dict[str, object]]:
+    """What the page measured as wider than its box (``data-overflow``): [] when everything fits."""
+    found = re.search(r'data-overflow="([^"]*)"', dom)
+    if found is None:
+        raise RuntimeError("the page did not measure its widths (no data-overflow)")
+    items = json.loads(html.unescape(found.group(1)))
+    assert isinstance(items, list)
+    return items
+
+
 def comment_height(dom: str) -> int | None:
     """Where the comment ends on the page, in CSS pixels (None: the page did not say)."""
     height = re.search(r'data-height="(\d+)"', dom)
@@ -206,6 +253,23 @@ def _pair(name: str, **options: object) -> str:
     return diffing.render_markdown(report)
 
 
+def multi_root(headroom: dict[str, int] | None = None) -> str:
+    """A base change that reaches two environments: the GPU image bump of ``gpu-image-bump`` as
+    rendered from ``overlays/dev`` and ``overlays/prod`` (namespaces ``ray-dev`` and ``ray-prod``,
+    each object named by its root, as ``rayservice-impact git`` names a rendered object)."""
+    import diffing
+
+    pair = SAMPLES / "gpu-image-bump"
+    before, after = (pair / "before.yaml").read_text(), (pair / "after.yaml").read_text()
+
+    def side(text: str) -> list[diffing.Source]:  # a renderer's output: no lines of a file
+        return [diffing.Source(f"overlays/{env} (kustomize)", text, lines=False, namespace=f"ray-{env}")
+                for env in ("dev", "prod")]
+
+    report = diffing.analyze(side(before), side(after), headroom=headroom)  # type: ignore[arg-type]
+    return diffing.render_markdown(report)
+
+
 def comment_body(markdown: str) -> str:
     """The sticky comment as GitHub stores it: marker, stamp, report, footer."""
     from app.github.comment import render_body
@@ -226,6 +290,8 @@ SITUATIONS: dict[str, Callable[[], str]] = {
     # standalone RayClusters: the autoscaler fight with its Argo CD rule, a rename orphaning GPUs
     "raycluster-autoscaler-fight-ignore": lambda: _pair("raycluster-autoscaler-fight"),
     "raycluster-group-rename-hold": lambda: _pair("raycluster-group-rename", headroom={"nvidia.com/gpu": 8}),
+    # one base change, two environments: the whole pull request's extra first, production first
+    "gitops-base-change-two-environments-hold": multi_root,
 }
 
 
@@ -234,12 +300,16 @@ def main(argv: list[str]) -> int:
     names = argv or list(SITUATIONS)
     with tempfile.TemporaryDirectory(prefix="rsi-screens-") as tmp:
         mermaid_js = fetch_mermaid(Path(tmp) / "npm")
+        wide = 0
         for name in names:
             png = OUT / f"{name}.png"
-            render(comment_body(SITUATIONS[name]()), mermaid_js, png, Path(tmp) / "pages")
+            dom = render(comment_body(SITUATIONS[name]()), mermaid_js, png, Path(tmp) / "pages")
             width, height = png_size(png)
-            print(f"{png.relative_to(ROOT)}: {width}x{height}")
-    return 0
+            too_wide = overflow(dom)
+            wide += bool(too_wide)
+            print(f"{png.relative_to(ROOT)}: {width}x{height}"
+                  + "".join(f"\n  wider than its box: {o}" for o in too_wide))
+    return 1 if wide else 0
 
 
 if __name__ == "__main__":

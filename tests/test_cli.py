@@ -210,16 +210,58 @@ sys.exit(main(sys.argv[1:]))
 
 @pytest.mark.parametrize(("args", "code", "says"), [
     (["analyze", "samples/gpu-image-bump/before.yaml", "samples/gpu-image-bump/after.yaml"], 3, ""),
-    (["serve"], 2, "pip install 'rayservice-impact[server]'"),
-    (["argocd-presync", "--app", "x"], 2, "pip install 'rayservice-impact[server]'"),
+    (["serve"], 2, "serve needs the [server] extra"),
+    (["argocd-presync", "--app", "x"], 2, "argocd-presync needs the [server] extra"),
 ])
 def test_cli_only_install_needs_no_server_stack(args: list[str], code: int, says: str) -> None:
-    """`pipx install rayservice-impact` (no [server] extra): analyze works; serve says what to install."""
+    """`pipx install .` (no [server] extra): analyze works; serve says what to install, from the
+    source this copy was installed from (this venv: an editable install of the clone)."""
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, "-c", CLI_ONLY, *args], cwd=root, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == code, proc.stderr
     assert says in proc.stderr
+    if says:
+        assert f"-m pip install '{root}[server]'" in proc.stderr, proc.stderr
+
+
+def test_server_extra_hint_names_the_wheel_it_was_installed_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The package is on no index: the hint installs the extra from the recorded source (PEP 610)."""
+    import importlib.metadata
+
+    class Dist:
+        def read_text(self, name: str) -> str:
+            assert name == "direct_url.json"
+            return json.dumps({"url": "file:///home/me/dist/rayservice_impact-0.1.0-py3-none-any.whl",
+                               "archive_info": {}})
+
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda name: iter([Dist()]))
+    assert cli._server_install_hint().endswith(
+        "-m pip install '/home/me/dist/rayservice_impact-0.1.0-py3-none-any.whl[server]'")
+    monkeypatch.setattr(sys, "prefix", "/home/me/.local/share/pipx/venvs/rayservice-impact")
+    assert cli._server_install_hint() == (
+        "pipx install --force '/home/me/dist/rayservice_impact-0.1.0-py3-none-any.whl[server]'")
+
+
+def test_cli_git_in_a_shallow_clone_says_to_fetch_the_history(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """actions/checkout fetches one commit by default: the base is missing, and the message says
+    how to get it (issue 24); a full clone's unknown revision says nothing about depth."""
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    _git(origin, "init", "-q")
+    for n in (1, 2):
+        (origin / "f.yaml").write_text(f"a: {n}\n")
+        _git(origin, "add", "-A")
+        _git(origin, "commit", "-qm", f"c{n}")
+    _git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", "shallow")
+    assert cli.main(["git", "HEAD~1", "HEAD", "--repo", str(tmp_path / "shallow")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown revision 'HEAD~1'" in err and "shallow clone" in err and "`fetch-depth: 0`" in err
+    assert cli.main(["git", "HEAD~1...HEAD", "--repo", str(tmp_path / "shallow")]) == 2
+    assert "`fetch-depth: 0`" in capsys.readouterr().err
+    assert cli.main(["git", "nope", "HEAD", "--repo", str(origin)]) == 2
+    assert "fetch-depth" not in capsys.readouterr().err
 
 
 def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,8 +1,10 @@
 """The composite Action's analyse step (``python -m app.github.action``, see action.yml).
 
 It decides what to compare, runs ``rayservice-impact git`` (markdown and JSON), writes the job
-summary and the step's outputs. Inputs come from the environment: ``BASE``, ``HEAD``, ``SHA``,
-``PR``, ``POST``, ``KUBERAY_VERSION``, ``POLICY``, ``HEADROOM``, ``PATHS``, ``RENDER``, and the
+summary and the step's outputs (the comment mode among them: the ``comment`` input, else the
+repository's ``.github/rayservice-impact.yml`` at the base commit, :mod:`.repo_config`). Inputs
+come from the environment: ``BASE``, ``HEAD``, ``SHA``, ``PR``, ``POST``, ``COMMENT``,
+``KUBERAY_VERSION``, ``POLICY``, ``HEADROOM``, ``PATHS``, ``RENDER``, and the
 runner's ``GITHUB_*`` variables (``GITHUB_EVENT_NAME``, ``GITHUB_EVENT_PATH``, ``GITHUB_WORKSPACE``,
 ``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``, ``RUNNER_TEMP``).
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -35,6 +38,7 @@ from app.output import EXIT_USAGE
 from diffing.versions import DEFAULT
 
 from .comment import fit
+from .repo_config import ALWAYS, MODES, PATH, RepoConfig, parse_config
 
 SUMMARY_MAX_BYTES = 1024 * 1024      # GitHub's limit for one step's job summary (1 MiB)
 SUMMARY_BUDGET = SUMMARY_MAX_BYTES - 16 * 1024
@@ -50,6 +54,16 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     footer: str = ""
     error: str = ""                     # nothing to compare: said instead of a report
+    comment: str = ALWAYS               # the comment mode (.repo_config)
+
+
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def _short(rev: str) -> str:
+    """A revision as the footer shows it: a full SHA as its first 12 digits, anything else (a branch,
+    a tag, ``origin/main...HEAD``) whole: a branch name is never cut."""
+    return "".join(r[:12] if _SHA.fullmatch(r) else r for r in re.split(r"(\.\.\.?)", rev))
 
 
 def _git(workspace: str, *args: str) -> str | None:
@@ -98,7 +112,7 @@ def make_plan(env: dict[str, str], event_name: str, event: dict[str, Any]) -> Pl
         else:
             head = env.get("GITHUB_SHA") or "HEAD"
             plan.range_args = [base, head]
-        plan.footer = f"rayservice-impact · {' → '.join(a[:12] for a in plan.range_args)}"
+        plan.footer = f"rayservice-impact · {' → '.join(_short(a) for a in plan.range_args)}"
     elif isinstance(group, dict):
         base, head = str(group.get("base_sha", "")), head or str(group.get("head_sha", ""))
         plan.range_args = [base, head]
@@ -140,6 +154,22 @@ def make_plan(env: dict[str, str], event_name: str, event: dict[str, Any]) -> Pl
     if not plan.status_sha:
         plan.post, plan.skip = False, "not posted: no commit to put the status on"
     return plan
+
+
+def comment_mode(plan: Plan, env: dict[str, str]) -> RepoConfig:
+    """The comment mode: the ``comment`` input when set, else the repository's setting at the base
+    commit (what runs now), else ``always``."""
+    chosen = env.get("COMMENT", "").strip().lower()
+    if chosen:
+        if chosen in MODES:
+            return RepoConfig(chosen)
+        return RepoConfig(problem=f"the `comment:` input must be one of {', '.join(MODES)}, not "
+                                  f"`{chosen[:40]}`; commenting `always`")
+    if not plan.range_args:
+        return RepoConfig()
+    base = plan.range_args[0].split("...")[0].split("..")[0] or "HEAD"
+    text = _git(env.get("GITHUB_WORKSPACE") or ".", "show", f"{base}:{PATH}")
+    return parse_config(text) if text is not None else RepoConfig()
 
 
 def run_cli(plan: Plan, env: dict[str, str], fmt: str) -> tuple[int, str, str]:
@@ -189,6 +219,10 @@ def main() -> int:
     out = Path(env.get("RUNNER_TEMP") or ".") / "rayservice-impact"
     out.mkdir(parents=True, exist_ok=True)
     plan = make_plan(env, event_name, event if isinstance(event, dict) else {})
+    config = comment_mode(plan, env)
+    plan.comment = config.comment
+    if config.problem:
+        plan.notes.append(config.problem)
     if plan.error:
         code, markdown, stderr = EXIT_USAGE, "", f"rayservice-impact: {plan.error}\n"
         report_json = ""
@@ -204,7 +238,8 @@ def main() -> int:
         with open(env["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as summary:
             summary.write(summary_text(plan, markdown, stderr))
     outputs = {"exit-code": str(code), "dir": str(out), "sha": plan.status_sha, "pr": plan.pr,
-               "post": "true" if plan.post else "false", "skip": " ".join(plan.skip.split())}
+               "post": "true" if plan.post else "false", "skip": " ".join(plan.skip.split()),
+               "comment": plan.comment}
     if env.get("GITHUB_OUTPUT"):
         with open(env["GITHUB_OUTPUT"], "a", encoding="utf-8") as fh:
             for key, value in outputs.items():

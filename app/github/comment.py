@@ -28,6 +28,8 @@ NO_CHANGE = f"{NO_CHANGE_SHORT} in this pull request."
 REPLY_MARKER = "<!-- rayservice-impact:reply -->"   # our answers to commands: never commands themselves
 _REPLY_TO = re.compile(r"<!-- rayservice-impact:reply-to=(?P<id>\d+) -->")
 _STATE = re.compile(r"<!-- rayservice-impact:state=(?P<state>\w+) -->")
+_NUMBERS = re.compile(r"<!-- rayservice-impact:numbers=(?P<numbers>\w+) -->")
+_SAME_SINCE = re.compile(r" · the same for head `\w+`(?=</sub>\n?$)")
 _BOUND = re.compile(r"<!-- rayservice-impact:bound pr=(?P<pr>\d+) head=(?P<head>\w*) base=(?P<base>\S*) "
                     r"base_sha=(?P<base_sha>\w*) digest=(?P<digest>\w*) since=(?P<since>\S*) -->")
 _APPROVAL = re.compile(r"<!-- rayservice-impact:approved v2 pr=(?P<pr>\d+) head=(?P<head>[0-9a-fA-F]+) "
@@ -50,6 +52,8 @@ class Verdict:
     title: str
     annotations: tuple[dict[str, Any], ...] = ()  # check-run annotations (GitHub App only)
     digest: str = ""    # what the result rests on (:func:`report_digest`): an approval is bound to it
+    numbers: str = ""   # what a reader acts on (:func:`numbers_digest`): a quiet comment changes with it
+    touches: bool = False  # the change changes a RayService, RayCluster, RayJob or RayCronJob
 
     @property
     def conclusion(self) -> str:
@@ -61,20 +65,43 @@ def shorten(text: str, limit: int = MAX_DESCRIPTION) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def verdict_for_report(report: diffing.Report, *, note: str = "") -> Verdict:
+def verdict_for_report(report: diffing.Report, *, note: str = "", locate: Any = None) -> Verdict:
     """The gate for a report. One whose only content is ``render-failed`` errors is not "no
     change": what those roots deploy is unknown, so it holds (``renderFailure: warn`` turns
-    them into warnings first, and then it passes)."""
+    them into warnings first, and then it passes). ``locate``: the pull request's file and line
+    of a rendered change (:func:`app.annotate.rendered_locator`), for the author's ways out."""
     state = STATE_FOR_DECISION.get(report.decision, "error")
     if not report.resources and any(f.severity == "error" and f.code == "render-failed"
                                     for f in report.findings):
         state = "failure"
     budget = MAX_BODY_CHARS - 2_000  # room for the marker, the note and the footer
-    markdown = diffing.render_markdown(report, max_chars=budget)
+    markdown = diffing.render_markdown(report, max_chars=budget, locate=locate)
     if note:
         markdown = f"> [!WARNING]\n> {note}\n\n{markdown}"
     return Verdict(state, shorten(report.summary), markdown, shorten(report.summary, 255),
-                   digest=report_digest(report, note))
+                   digest=report_digest(report, note), numbers=numbers_digest(report.to_dict(), note),
+                   touches=any(r.action != "unchanged" for r in report.resources))
+
+
+def numbers_digest(report: dict[str, Any], note: str = "") -> str:
+    """A hash of what a reader of the comment acts on: the verdict and the numbers (per object its
+    rollout, decision, extra and peak capacity and the headroom seen; the findings by code and
+    place; the objects not analysed) and the comment's warning, from the JSON report. A comment in
+    a quiet mode (``on-change``, ``on-hold``) is rewritten only when this changes."""
+    def finding(f: dict[str, Any]) -> str:
+        return _canonical([f.get("severity"), f.get("code"), f.get("path")])
+
+    def resource(r: dict[str, Any]) -> str:
+        capacity = r.get("capacity") or {}
+        return _canonical([r.get("kind"), r.get("namespace"), r.get("name"), r.get("action"),
+                           r.get("rollout"), r.get("decision"), capacity.get("extra"), capacity.get("peak"),
+                           capacity.get("headroom"), sorted(map(finding, r.get("findings") or []))])
+
+    content = [report.get("kuberayVersion"), report.get("decision"),
+               sorted(map(resource, report.get("resources") or [])),
+               sorted(map(finding, report.get("findings") or [])),
+               sorted((report.get("notAnalysed") or {}).items()), note]
+    return _digest(_canonical(content))
 
 
 def report_digest(report: diffing.Report, note: str = "") -> str:
@@ -126,19 +153,28 @@ def verdict_for_error(message: str, *, comment: bool = True) -> Verdict:
 
 
 def render_body(markdown: str, *, head_sha: str = "", at: str = "", footer: str = "", state: str = "",
-                approval: str = "", bound: str = "") -> str:
+                approval: str = "", bound: str = "", numbers: str = "", keep: str = "") -> str:
     """The sticky comment: marker, hidden stamp, markdown (cut to fit, verdict kept), footer.
 
     ``state``: the analysis' own gate (success | failure | error), stamped so that an approval
     can tell whether there is a hold to accept; ``bound``: :meth:`Binding.line`, what the result
     is about; ``approval``: :meth:`Approval.block` (or a note that an earlier one no longer
-    applies), kept near the top."""
+    applies), kept near the top; ``numbers``: :func:`numbers_digest`; ``keep``: the shown part of
+    the comment as it is (:func:`shown_part`), instead of ``markdown`` and ``footer``, for a quiet
+    comment whose verdict and numbers did not change (its footer then says for which head)."""
     head = f"{MARKER}\n<!-- rayservice-impact:head={head_sha} at={at} -->\n"
     if state:
         head += f"<!-- rayservice-impact:state={state} -->\n"
+    if numbers:
+        head += f"<!-- rayservice-impact:numbers={numbers} -->\n"
     if bound:
         head += f"{bound}\n"
     head += approval
+    if keep:
+        same = f" · the same for head `{head_sha[:7]}`" if head_sha else ""
+        kept = _SAME_SINCE.sub("", keep)
+        kept = re.sub(r"</sub>(\n?)$", lambda m: f"{same}</sub>{m.group(1)}", kept, count=1)
+        return head + kept
     tail = f"\n\n<sub>{footer}</sub>\n" if footer else "\n"
     room = MAX_BODY_CHARS - len(head) - len(tail)
     body = fit(markdown.rstrip("\n"), room)
@@ -182,6 +218,22 @@ def state_of(body: str) -> str:
     """The analysis' own gate stamped into one of our comments ("" when not stamped)."""
     m = _STATE.search(body or "")
     return m["state"] if m else ""
+
+
+def numbers_of(body: str) -> str:
+    """The :func:`numbers_digest` stamped into one of our comments ("" when not stamped)."""
+    m = _NUMBERS.search(body or "")
+    return m["numbers"] if m else ""
+
+
+def shown_part(body: str) -> str:
+    """What a reader sees of one of our comments: the report and its footer, without the hidden
+    stamps and the approval block (or the note that one no longer applies)."""
+    lines = without_approval(body or "").split("\n")
+    at = 0
+    while at < len(lines) and lines[at].startswith("<!-- rayservice-impact"):
+        at += 1
+    return "\n".join(lines[at:])
 
 
 # -- what a result is about, and the audited override: ``/rayservice-impact approve <reason>`` -----

@@ -39,9 +39,11 @@ from .comment import (
     Verdict,
     approved,
     no_change_body,
+    numbers_of,
     pinned,
     render_body,
     shown_of,
+    shown_part,
     stamp_of,
     verdict_for_error,
     verdict_for_no_change,
@@ -50,6 +52,7 @@ from .comment import (
 from .gate import commit_lock, gate_on_commit, status_url
 from .own import find_sticky_comment
 from .rendering import RenderedPull, render_pull
+from .repo_config import ALWAYS, read_config
 from .revisions import MERGEABLE_WAITS, NOTE_PR_FILES_CAP, merge_group_entries, resolve
 
 if TYPE_CHECKING:
@@ -84,7 +87,7 @@ class Outcome:
 
     state: str
     description: str = ""
-    comment: str = "none"       # created | updated | unchanged | stale | none | failed
+    comment: str = "none"       # created | updated | unchanged | stale | quiet | none | failed
     check_run: bool = False
     retryable: bool = False     # a GitHub failure, not a verdict: the same event may run again
     timings: dict[str, float] = field(default_factory=dict)
@@ -177,8 +180,9 @@ async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisO
         else:
             verdict = verdict_for_report(report, note=note)
         timings["analyse"] = time.monotonic() - started
+    verdict, mode = await comment_mode(gh, pr, pr.base_sha, verdict)
     return await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
-                                 timings=timings, approval_key=options.approval_key)
+                                 timings=timings, approval_key=options.approval_key, comment_mode=mode)
 
 
 async def _run_rendered(gh: GitHubClient, pr: PullRequest, options: AnalysisOptions, *, check_run: bool,
@@ -188,9 +192,10 @@ async def _run_rendered(gh: GitHubClient, pr: PullRequest, options: AnalysisOpti
 
     async def publish(verdict: Verdict, footer: str | None = None,
                       base: tuple[str, str] | None = None) -> Outcome:
+        verdict, mode = await comment_mode(gh, pr, base[1] if base is not None else pr.base_sha, verdict)
         return await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
                                      timings=timings, footer=footer, approval_key=options.approval_key,
-                                     base=base)
+                                     base=base, comment_mode=mode)
 
     try:
         revisions = await resolve(gh, pr, waits=options.mergeable_waits)
@@ -221,6 +226,20 @@ async def _run_rendered(gh: GitHubClient, pr: PullRequest, options: AnalysisOpti
     return await publish(verdict, footer, (revisions.base_ref or pr.base_ref, revisions.base))
 
 
+async def comment_mode(gh: GitHubClient, pr: PullRequest, base_sha: str,
+                       verdict: Verdict) -> tuple[Verdict, str]:
+    """The repository's comment mode (:mod:`.repo_config`, read at the base it was compared with)
+    and the verdict, with a warning in its comment when the setting cannot be used. A merge group
+    gets no comment: nothing to read."""
+    if pr.is_merge_group or not base_sha:
+        return verdict, ALWAYS
+    config = await read_config(gh, pr.owner, pr.repo, base_sha)
+    if config.problem and verdict.markdown is not None:
+        warned = f"> [!WARNING]\n> {config.problem}\n\n{verdict.markdown}"
+        verdict = dataclasses.replace(verdict, markdown=warned)
+    return verdict, config.comment
+
+
 def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str) -> Verdict:
     """The verdict of a rendered change, computed where the analysis runs (a pool worker: only
     plain strings come back). Errors are verdicts too."""
@@ -232,7 +251,7 @@ def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str
         return verdict_for_error(str(exc))
     if not report.resources and not report.findings and not report.not_analysed:
         return verdict_for_no_change()  # rendered, but no Ray object (nor any problem) in it
-    verdict = verdict_for_report(report, note=note)
+    verdict = verdict_for_report(report, note=note, locate=rendered_locator(rendered, rendered.read_head))
     return dataclasses.replace(verdict, annotations=check_annotations(report, rendered))
 
 
@@ -288,16 +307,18 @@ async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: An
         return verdict_for_error(f"internal error ({type(exc).__name__})")
     if not report.resources and not report.findings:
         return verdict_for_no_change()  # rendered, but no Ray object (nor any problem) in it
-    return verdict_for_report(report, note=note)
+    return verdict_for_report(report, note=note, locate=rendered_locator(rendered, rendered.read_head))
 
 
 async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *, check_run: bool = False,
                           is_current: Callable[[], bool] = lambda: True,
                           timings: dict[str, float] | None = None, footer: str | None = None,
-                          approval_key: bytes = b"", base: tuple[str, str] | None = None) -> Outcome:
+                          approval_key: bytes = b"", base: tuple[str, str] | None = None,
+                          comment_mode: str = ALWAYS) -> Outcome:
     """Sticky comment, then the status on the head SHA, then (App only) the check run.
 
-    ``base``: (branch, commit) the head was compared with (default: the event's). A merge group
+    ``base``: (branch, commit) the head was compared with (default: the event's);
+    ``comment_mode``: the repository's (:mod:`.repo_config`). A merge group
     gets no comment (there is no pull request to comment on). A hold a maintainer accepted for
     exactly this result (a verified approval stamp in the sticky comment, bound to this pull
     request, head, base branch and commit, and report digest) keeps the approval line and posts
@@ -312,7 +333,7 @@ async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *
     outcome = Outcome(verdict.state, verdict.description, timings=timings)
     async with commit_lock(pr):
         if not pr.is_merge_group:
-            verdict = await _comment(gh, pr, verdict, outcome, footer, approval_key, binding)
+            verdict = await _comment(gh, pr, verdict, outcome, footer, approval_key, binding, comment_mode)
         if not is_current():  # a newer head arrived while we wrote the comment: its run posts the rest
             outcome.state = "superseded"
             return outcome
@@ -323,11 +344,11 @@ async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *
 
 
 async def _comment(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome: Outcome,
-                   footer: str | None, key: bytes, binding: Binding) -> Verdict:
+                   footer: str | None, key: bytes, binding: Binding, mode: str = ALWAYS) -> Verdict:
     """Post the sticky comment; the verdict as accepted, when the comment carries an approval of
     exactly this result."""
     try:
-        outcome.comment, approval = await _post_sticky(gh, pr, verdict, footer, key, binding)
+        outcome.comment, approval = await _post_sticky(gh, pr, verdict, footer, key, binding, mode)
     except GitHubError as exc:
         log.error("%s: comment not posted: %s", pr.full_name, exc)
         outcome.comment, approval = "failed", None
@@ -391,16 +412,33 @@ async def post_gate(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome
 
 
 async def post_sticky_comment(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *,
-                              footer: str | None = None, approval_key: bytes = b"") -> str:
+                              footer: str | None = None, approval_key: bytes = b"",
+                              comment_mode: str = ALWAYS) -> str:
     """Create or edit the one comment carrying the marker; never let an older run overwrite a
     newer one (the stamp's ``at`` is the PR's ``updated_at`` the run started from)."""
     binding = Binding(pr.number, pr.head_sha, pr.base_ref, pr.base_sha, verdict.digest)
-    return (await _post_sticky(gh, pr, verdict, footer, approval_key, binding))[0]
+    return (await _post_sticky(gh, pr, verdict, footer, approval_key, binding, comment_mode))[0]
+
+
+def wanted(mode: str, verdict: Verdict) -> bool:
+    """Whether a run creates the comment (none is there yet) in the repository's comment mode:
+    ``always`` for every result with a report; ``on-change`` when the change reaches a Ray object
+    or does not pass; ``on-hold`` when it does not pass (a hold, or an analysis that failed)."""
+    if mode == "on-hold":
+        return verdict.state != "success"
+    if mode == "on-change":
+        return verdict.touches or verdict.state != "success"
+    return True
 
 
 async def _post_sticky(gh: GitHubClient, pr: PullRequest, verdict: Verdict, footer: str | None,
-                       key: bytes, binding: Binding) -> tuple[str, Approval | None]:
-    """(what happened to the comment, the approval it carries of exactly this result, if any)."""
+                       key: bytes, binding: Binding, mode: str = ALWAYS) -> tuple[str, Approval | None]:
+    """(what happened to the comment, the approval it carries of exactly this result, if any).
+
+    In a quiet ``mode`` no comment is created unless :func:`wanted`, and one whose stamped
+    numbers (:func:`.comment.numbers_digest`) equal this result's keeps its report as it is: only
+    the hidden stamps (head, base, report) follow, so an approval binds to this head, and the
+    footer says the report holds for it."""
     existing = await find_sticky_comment(gh, pr)
     if footer is None:
         footer = footer_for(pr)
@@ -413,9 +451,14 @@ async def _post_sticky(gh: GitHubClient, pr: PullRequest, verdict: Verdict, foot
         body = no_change_body(pr.head_sha, pr.updated_at, bound=binding.line(since))
         approval = None
     else:
+        if existing is None and not wanted(mode, verdict):
+            return "quiet", None
+        previous = str(existing.get("body") or "") if existing is not None else ""
+        keep = shown_part(previous) if (mode != ALWAYS and verdict.numbers
+                                        and numbers_of(previous) == verdict.numbers) else ""
         body = render_body(verdict.markdown, head_sha=pr.head_sha, at=pr.updated_at, footer=footer,
                            state=verdict.state, approval=approval.block(key) if approval else void,
-                           bound=binding.line(since))
+                           bound=binding.line(since), numbers=verdict.numbers, keep=keep)
     if existing is None:
         await gh.create_comment(pr.owner, pr.repo, pr.number, body,
                                 find=lambda: find_sticky_comment(gh, pr))

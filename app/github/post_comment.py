@@ -6,7 +6,10 @@
         --markdown impact.md --json impact.json --exit-code "$(cat code)"
 
 Leaves the same sticky comment and ``rayservice-impact`` commit status as the webhook service
-(without ``--pr``: the status only, as for a merge queue's group). The token comes from
+(without ``--pr``: the status only, as for a merge queue's group). ``--comment`` is the
+repository's comment mode (:mod:`.repo_config`: ``always``, ``on-change``, ``on-hold``; the Action
+reads it from ``.github/rayservice-impact.yml`` at the base commit, or takes its ``comment:``
+input). The token comes from
 ``GITHUB_TOKEN`` (or ``RAYSERVICE_IMPACT_GITHUB_TOKEN``), the API URL from ``--api-url``,
 ``RAYSERVICE_IMPACT_GITHUB_API_URL`` or ``GITHUB_API_URL`` (set by Actions, GHES too).
 Exit status: 0 posted, or not posted because the token is read-only (GitHub answered the first
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -31,8 +35,9 @@ from app.clients.github import GitHubClient, GitHubError, GitHubRetryExhausted, 
 from app.output import EXIT_HOLD, EXIT_OK
 
 from .change import PullRequest
-from .comment import Verdict, verdict_for_error, verdict_for_markdown, verdict_for_no_change
+from .comment import Verdict, numbers_digest, verdict_for_error, verdict_for_markdown, verdict_for_no_change
 from .flow import post_sticky_comment
+from .repo_config import ALWAYS, MODES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,13 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--error-file", type=Path, help="the CLI's standard error, shown when it failed")
     p.add_argument("--note-file", type=Path, help="markdown shown in a warning box above the report")
     p.add_argument("--footer-file", type=Path, help="the comment's last line (default: the commits)")
+    p.add_argument("--comment", choices=MODES, default=ALWAYS,
+                   help="when to comment: always (default), on-change, on-hold (the status is always posted)")
     p.add_argument("--api-url", default=None)
     p.add_argument("--retry-budget", type=float, default=60.0, help="seconds of retries per call")
     return p
 
 
-def verdict_from_files(markdown: str, report_json: str | None, exit_code: int, error: str = "") -> Verdict:
-    """The gate and comment for one CLI run (exit 0 approve/ignore, 3 hold, else could not analyse)."""
+def verdict_from_files(markdown: str, report_json: str | None, exit_code: int, error: str = "",
+                       note: str = "") -> Verdict:
+    """The gate and comment for one CLI run (exit 0 approve/ignore, 3 hold, else could not analyse);
+    ``note``: the warning the comment will carry (part of what its numbers stand for)."""
     if exit_code not in (EXIT_OK, EXIT_HOLD):
         return verdict_for_error(error.strip() or f"rayservice-impact exited with {exit_code}")
     report: dict[str, Any] = {}
@@ -65,7 +74,11 @@ def verdict_from_files(markdown: str, report_json: str | None, exit_code: int, e
             report = {}
     if report and not report.get("resources"):
         return verdict_for_no_change()
-    return verdict_for_markdown(markdown, exit_code, str(report.get("summary") or ""))
+    verdict = verdict_for_markdown(markdown, exit_code, str(report.get("summary") or ""))
+    if not report:
+        return verdict
+    return dataclasses.replace(verdict, numbers=numbers_digest(report, note),
+                               touches=any(r.get("action") != "unchanged" for r in report["resources"]))
 
 
 class ReadOnly(Exception):
@@ -92,10 +105,9 @@ async def post(args: argparse.Namespace, token: str, api_url: str,
     note = _read(args.note_file).strip()
     verdict = verdict_from_files(
         markdown, args.json.read_text(encoding="utf-8") if args.json and args.json.exists() else None,
-        args.exit_code, _read(args.error_file))
+        args.exit_code, _read(args.error_file), note)
     if note and verdict.markdown:
-        verdict = Verdict(verdict.state, verdict.description, f"> [!WARNING]\n> {note}\n\n{verdict.markdown}",
-                          verdict.title)
+        verdict = dataclasses.replace(verdict, markdown=f"> [!WARNING]\n> {note}\n\n{verdict.markdown}")
     footer = _read(args.footer_file).strip() or ("rayservice-impact" + (
         f" · base `{args.base_sha[:7]}`" if args.base_sha else "") + f" → head `{args.sha[:7]}`")
     async with httpx.AsyncClient(transport=transport, timeout=30, follow_redirects=True) as http:
@@ -104,7 +116,7 @@ async def post(args: argparse.Namespace, token: str, api_url: str,
         comment, wrote, failure = "none", False, ""
         if not pr.is_merge_group:
             try:
-                comment = await post_sticky_comment(gh, pr, verdict, footer=footer)
+                comment = await post_sticky_comment(gh, pr, verdict, footer=footer, comment_mode=args.comment)
                 wrote = comment in ("created", "updated")
             except GitHubError as exc:
                 if _is_read_only(exc):

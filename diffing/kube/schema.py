@@ -32,6 +32,9 @@ _TYPE_CHECKS = {
     "boolean": lambda v: isinstance(v, bool),
 }
 _PRESERVE: dict[str, Any] = {"x-kubernetes-preserve-unknown-fields": True}  # shared: never mutated
+# KubeRay's CRDs store v1 and serve v1 and v1alpha1 (config/crd/bases/ray.io_rayclusters.yaml,
+# ray.io_rayservices.yaml, ray.io_rayjobs.yaml: the v1 version has ``storage: true``).
+STORAGE_VERSION = "v1"
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
@@ -61,14 +64,61 @@ class SchemaSet:
 
     def served_root(self, api_version: str) -> Schema | None:
         """The root schema of ``group/version`` as an object names it: ``v1``'s when that
-        version is not served."""
-        return self.root(api_version.split("/", 1)[-1]) or self.root("v1")
+        version is not served (the write is rejected, :func:`version_errors`; the rest of the
+        analysis still reads it as v1)."""
+        return self.root(api_version.split("/", 1)[-1]) or self.root(STORAGE_VERSION)
 
-    def stored(self, obj: Mapping[str, Any], spec: Schema | None) -> dict[str, Any]:
-        """``obj`` as the API server stores it: its ``spec`` pruned and defaulted by ``spec``."""
+    def served(self, api_version: str) -> bool:
+        """Whether the CRD serves ``group/version`` (has an endpoint for it)."""
+        return api_version.split("/", 1)[-1] in self.versions
+
+    def converted(self, api_version: str) -> bool:
+        """Whether a write in ``api_version`` is stored in another version: a served version
+        that is not the storage one (KubeRay: ``v1alpha1``)."""
+        version = api_version.split("/", 1)[-1]
+        return version != STORAGE_VERSION and version in self.versions and STORAGE_VERSION in self.versions
+
+    def stored(self, obj: Mapping[str, Any], spec: Schema | None,
+               storage: Schema | None = None) -> dict[str, Any]:
+        """``obj`` as the API server stores it and the operator reads it: its ``spec`` pruned and
+        defaulted by ``spec``.
+
+        ``storage``, when given and another node than ``spec``, is the same node in the storage
+        version's schema (``obj`` is written in a non-storage version). KubeRay's CRDs name no
+        conversion (strategy None), so the write is pruned and defaulted with its own version's
+        schema, relabelled and pruned with the storage version's (apiextensions-apiserver
+        customresource_handler.go:1357-1384, conversion/nop_converter.go:31-41), and every read
+        defaults it with the storage version's schema (customresource_handler.go:1288-1311,
+        apimachinery runtime/serializer/versioning/versioning.go:167-193): a v1alpha1 write loses
+        v1's newer fields and gains v1's defaults (``numOfHosts: 1``, ``priority: 0``).
+        """
         out = dict(obj)
-        out["spec"] = self.default_fill(mapping(obj.get("spec")), spec)
+        spec_value = mapping(obj.get("spec"))
+        if storage is not None and spec is not None and storage is not spec:
+            spec_value = self.prune(self.default_fill(self.prune(spec_value, spec), spec), storage)
+            spec = storage
+        out["spec"] = self.default_fill(spec_value, spec)
         return out
+
+    def prune(self, value: Any, node: Schema | None) -> Any:
+        """``value`` with every field ``node`` does not declare removed (structural pruning: a
+        preserved or ``additionalProperties`` mapping keeps its keys); a new value where anything
+        is removed."""
+        node = self.resolve(node)
+        return value if node is None else self._prune(value, self.memo(node))
+
+    def _prune(self, value: Any, memo: Memo) -> Any:
+        if type(value) is dict:
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                sub = memo[key]
+                if sub is not None:
+                    out[key] = item if sub.node is _PRESERVE else self._prune(item, sub)
+            return out
+        if type(value) is list:
+            items = memo[None]
+            return value if items is None else [self._prune(v, items) for v in value]
+        return value
 
     def resolve(self, node: Schema | None) -> Schema | None:
         while node is not None and "$ref" in node:
@@ -479,10 +529,81 @@ def transition_errors(schemas: SchemaSet, before: Any, after: Any, node: Schema 
     return errors
 
 
+def version_errors(schemas: SchemaSet, api_version: str) -> list[tuple[Path, str]]:
+    """A write in a version the CRD does not serve: there is no endpoint for it, the custom
+    resource handler hands the request on and the API server answers 404 Not Found, nothing is
+    stored (apiextensions-apiserver customresource_handler.go:313-316)."""
+    if schemas.served(api_version):
+        return []
+    served = ", ".join(f"{api_version.split('/', 1)[0]}/{v}" for v in schemas.versions)
+    return [(("apiVersion",), f"{api_version} is not served by the CRD (it serves {served}): the API "
+                              f"server answers 404 Not Found and stores nothing")]
+
+
+_NO_OLD: Any = object()
+
+
+def ratchet(schemas: SchemaSet, errors: list[tuple[Path, str]], new: Any, old: Any, node: Schema | None,
+            base: Path = ("spec",)) -> list[tuple[Path, str]]:
+    """``errors`` (of :func:`validate` on ``new``, paths under ``base``) without those an update's
+    validation ratchets: an error under a node that correlates with the old object and is equal
+    to it there is only a warning (apiserver/validation/ratcheting.go:136-156, CRDValidationRatcheting,
+    GA). A node correlates through object fields and the items of ``x-kubernetes-list-type: map``
+    lists (by key); other lists only as a whole (apiserver pkg/cel/common/equality.go:91-134).
+
+    ``old`` is the old object's value at ``base`` as read in the write's version; both sides are
+    compared pruned and defaulted by ``node`` (the write's schema), as the API server holds them.
+    """
+    if not errors:
+        return errors
+    new = schemas.default_fill(schemas.prune(new, node), node)
+    old = schemas.default_fill(schemas.prune(old, node), node)
+    node = schemas.resolve(node)
+    return [(path, message) for path, message in errors
+            if path[:len(base)] != base or not _ratcheted(schemas, path[len(base):], new, old, node)]
+
+
+def _ratcheted(schemas: SchemaSet, rel: Path, new: Any, old: Any, node: Schema | None) -> bool:
+    for seg in rel:
+        if _same_json(new, old):
+            return True
+        if type(seg) is str:
+            if type(new) is not dict or type(old) is not dict or seg not in new or seg not in old:
+                return False
+            new, old = new[seg], old[seg]
+        else:
+            if type(new) is not list or type(old) is not list or type(seg) is not int \
+                    or not 0 <= seg < len(new) or (node or {}).get("x-kubernetes-list-type") != "map":
+                return False  # only a map-type list's items correlate, by key
+            items = schemas.child(node, 0) or {}
+            keys = (node or {}).get("x-kubernetes-list-map-keys") or ()
+            key = _key_of(schemas, new[seg], items, keys) if keys else None
+            if key is None:
+                return False
+            match = next((o for o in old if _key_of(schemas, o, items, keys) == key), _NO_OLD)
+            if match is _NO_OLD:
+                return False
+            new, old = new[seg], match
+        node = schemas.child(node, seg)
+    return _same_json(new, old)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Deep equality of two JSON values with their types (Go's DeepEqual on decoded JSON: ``1``
+    and ``true``, ``1`` and ``1.0`` differ)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(_same_json(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 def _short(value: Any) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
 
-__all__ = ["SchemaSet", "transition_errors", "validate"]
+__all__ = ["STORAGE_VERSION", "SchemaSet", "ratchet", "transition_errors", "validate", "version_errors"]

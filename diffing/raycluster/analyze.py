@@ -34,7 +34,7 @@ from diffing.raycluster.rollout import Moves
 from diffing.raycluster.rules import ClusterCategory as C
 from diffing.raycluster.validation import validate_raycluster
 from diffing.raycluster.ways_out import Cause, Hold, next_steps
-from diffing.report import Capacity, Change, Finding
+from diffing.report import Capacity, Change, Finding, WayOut
 from diffing.vocab import Decision, Rollout
 
 # What the RayCluster controller can do about a change (:mod:`.rollout`).
@@ -179,7 +179,7 @@ class RayClusterAnalysis(Analysis):
         return out
 
     # 7. ways out
-    def ways_out(self) -> tuple[str, ...]:
+    def ways_out(self) -> tuple[WayOut, ...]:
         return next_steps(self)
 
     def ignore_entry(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from diffing.engine import cluster_differences, cluster_hash_equal
+from diffing.engine import cluster_differences, cluster_hash_equal, cluster_view
 from diffing.kube.diff import Difference
 from diffing.kube.gojson import ABSENT
 from diffing.kube.names import parse_generic_version, version_less
@@ -44,8 +44,10 @@ def diff(a: RayClusterAnalysis) -> None:
         if d.noop and a.engine.before_is_live:
             continue  # the API server's own defaults in the live object, not a change
         a.changes.append(classify(a, d))
-    a.hash_equal = cluster_hash_equal(a.engine, before.obj.get("spec"), after.obj.get("spec"),
-                                      after.api_version)
+    # Each side as the API server stores it (a v1alpha1 write pruned, engine.stored_view).
+    bview, aview = cluster_view(a.engine, before), cluster_view(a.engine, after)
+    a.hash_equal = cluster_hash_equal(a.engine, bview.obj.get("spec"), aview.obj.get("spec"),
+                                      aview.api_version)
     recreating = [c for c in a.changes if c.category == C.RECREATE.value]
     if a.recreate_on and a.hash_equal and recreating:  # the walk saw a difference the hash does not
         a.changes = [dataclasses.replace(c, category=C.NO_OP.value) if c in recreating else c

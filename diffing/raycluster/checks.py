@@ -37,7 +37,8 @@ def collect(a: RayClusterAnalysis) -> Iterator[Finding]:
     if a.after is not None and a.after.api_version == "ray.io/v1alpha1":
         yield a.finding("warning", "deprecated-api-version", ("apiVersion",),
                         "ray.io/v1alpha1 is deprecated and frozen: fields added since (upgradeStrategy, "
-                        "managedBy, gcsFaultToleranceOptions, ...) are pruned on write; move to ray.io/v1")
+                        "managedBy, gcsFaultToleranceOptions, numOfHosts, ...) are pruned on write, from the "
+                        "stored object too; move to ray.io/v1")
     yield from _pod_findings(a)
     yield from _shared_names(a)
     yield from _replica_findings(a)

@@ -84,12 +84,15 @@ def pod_moves(a: RayClusterAnalysis) -> Moves:
     if a.frozen_before and a.live is None:
         m.current, m.head_built = {g.name: 0 for g in old.groups}, True
     old_groups = {g.name: g for g in old.groups}
+    multi_host = bool(a.rules.gates(a.policy.feature_gates).get("RayMultiHostIndexing", False))
     for g in new.groups:
         running = m.current.get(g.name, 0)
         before = old_groups.get(g.name)
-        if before is not None and before.hosts != g.hosts:
+        if before is not None and before.hosts != g.hosts and g.hosts > 1 and multi_host:
             # The old layout's pods are invisible to the multi-host path (common/pod.go:673-681): they
             # stay, and the new layout is built next to them (inferred, docs/semantics/raycluster.md §4.3).
+            # One host per replica (or the gate off) takes the plain path, which counts every pod of
+            # the group and scales to replicas × hosts (RCC:1095-1101, 1160-1170).
             m.hosts_changed.append(g.name)
             if running:
                 m.orphaned[g.name] = running
@@ -201,6 +204,14 @@ def _suspend(a: RayClusterAnalysis) -> str:
     return ""
 
 
+HEAD = ("spec", "headGroupSpec")
+# When a head pod is built again, i.e. when a head change reaches it (KubeRay v1.7.0 reconcilePods).
+HEAD_REBUILT = ("KubeRay creates a head pod only when there is none (RCC:1025-1055): after the head pod is "
+                "deleted or evicted, or has failed (a head pod in phase Failed, or whose Ray container "
+                "exited under restartPolicy Never, is deleted and built again: RCC:1010-1023, 1512-1529), "
+                "and when the cluster resumes or is recreated; a scale-up never rebuilds the head")
+
+
 def _moved(a: RayClusterAnalysis) -> str:
     """A running cluster: Recreate, pods that move now, or what waits for pods built later."""
     if a.recreate:
@@ -219,6 +230,8 @@ def _moved(a: RayClusterAnalysis) -> str:
         parts = [f"+{n} pod(s) in {g}" for g, n in moves.created.items() if n] + \
                 [f"-{n} pod(s) in {g}" for g, n in moves.deleted.items() if n]
         a.reasons.append("the desired pod count changes now: " + ", ".join(parts))
+        if not moves.head_built and any(c.path[:2] == HEAD and c.category == C.LATENT.value for c in changed):
+            a.reasons.append(f"the head's change waits for a new head pod: {HEAD_REBUILT}")
         return Rollout.SCALE
     if changed and all(c in a.unapplied for c in changed):
         a.reasons.append("nothing in the change is ever carried out: " +
@@ -226,9 +239,16 @@ def _moved(a: RayClusterAnalysis) -> str:
         return Rollout.NOT_APPLIED
     # Under Recreate a hashed change that does not recreate (the head already has the hash, or
     # an operator upgrade absorbed it) still reaches every pod built later.
-    if any(c.category in (C.LATENT.value, C.RECREATE.value) for c in changed):
+    waiting = [c for c in changed if c.category in (C.LATENT.value, C.RECREATE.value)]
+    if waiting and all(c.path[:2] == HEAD for c in waiting):
+        a.reasons.append(f"the change reaches only the head pod, and only when one is built again: "
+                         f"{HEAD_REBUILT}")
+        return Rollout.LATENT
+    if waiting:
         a.reasons.append("the change reaches only pods created later (a scale-up, a replaced pod); "
                          "running pods keep the old spec")
+        if any(c.path[:2] == HEAD for c in waiting):
+            a.reasons.append(f"the head's change waits for a new head pod: {HEAD_REBUILT}")
         return Rollout.LATENT
     if changed:
         a.reasons.append("nothing moves now: " + "; ".join(sorted({rule_reason(a, c) for c in changed})))

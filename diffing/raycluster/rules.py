@@ -150,8 +150,9 @@ CLUSTER_RULES: tuple[ClusterRule, ...] = (
     ClusterRule(("metadata", "annotations", "ray.io/external-storage-namespace"), _C.LATENT,
                 "read by the pod builder: reaches only pods created later", "common/pod.go:60-126",
                 hashed=False),
-    ClusterRule(("apiVersion",), _C.NO_OP, "v1alpha1 and v1 store the same object",
-                "ray.io CRD conversion: None", hashed=False),
+    ClusterRule(("apiVersion",), _C.NO_OP,
+                "stored as v1 either way: what a v1alpha1 write drops or defaults shows in the spec",
+                "ray.io CRD conversion: None (customresource_handler.go:1357-1384)", hashed=False),
     ClusterRule((), _C.NO_OP, "RayCluster labels and annotations trigger a reconcile that changes nothing",
                 _RCC + "1941-1951", hashed=False),
 )

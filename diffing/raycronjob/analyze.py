@@ -43,7 +43,7 @@ from diffing.raycronjob.ways_out import next_steps
 from diffing.rayjob.analyze import job_differences
 from diffing.rayjob.capacity import capacity_holds
 from diffing.rayjob.validation import cel_errors as job_cel_errors
-from diffing.report import APPROVE, HOLD, Capacity, Finding
+from diffing.report import APPROVE, HOLD, Capacity, Finding, WayOut
 from diffing.vocab import Rollout
 
 
@@ -209,7 +209,7 @@ class RayCronJobAnalysis(Analysis):
         self.reasons.extend(hold)
 
     # 7. ways out
-    def ways_out(self) -> tuple[str, ...]:
+    def ways_out(self) -> tuple[WayOut, ...]:
         return next_steps(self)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from diffing.engine import Engine, envelope_differences
+from diffing.engine import Engine, envelope_differences, stored_view
 from diffing.holds import replacement_headline
 from diffing.kube import resources as cap
 from diffing.kube.diff import Differ, Difference
@@ -32,13 +32,14 @@ from diffing.rayjob.rules import (
     JobCategory,
     _zero,
     category_of,
-    interactive_category,
+    category_without,
+    unread_fields,
     waiting,
 )
 from diffing.rayjob.schema import job_defaulted, job_schemas, job_spec_schema
 from diffing.rayjob.validation import cel_errors, validate_rayjob
 from diffing.rayjob.ways_out import next_steps
-from diffing.report import APPROVE, HOLD, Capacity, Finding
+from diffing.report import APPROVE, HOLD, Capacity, Finding, WayOut
 from diffing.vocab import Rollout
 
 
@@ -67,9 +68,9 @@ class RayJobAnalysis(Analysis):
     # 1. changes
     def diff(self) -> None:
         if self.before and self.after:
-            modes = {self.b_spec.get("submissionMode"), self.a_spec.get("submissionMode")}
+            unread = unread_fields(self.b_spec) & unread_fields(self.a_spec)
             self.add_changes(job_differences(self.engine, self.before, self.after),
-                             interactive_category if modes == {INTERACTIVE} else category_of)
+                             category_without(unread) if unread else category_of)
         self.real = {c.category for c in self.changes} - {NO_OP}
 
     # 2. validation: the API server first, then the operator (on every pass)
@@ -162,9 +163,12 @@ class RayJobAnalysis(Analysis):
         self.reasons.extend(hold)
 
     # 7. ways out
-    def ways_out(self) -> tuple[str, ...]:
+    def ways_out(self) -> tuple[WayOut, ...]:
+        renamed = self.rollout == Rollout.CREATE and bool(self.replacing) and bool(self.extra)
+        short = self.rollout in (Rollout.CREATE, Rollout.RESUME) and bool(
+            capacity_holds(self.engine, self.extra, self.known, renamed))
         return next_steps(self.rollout, bool(self.schema_errors), self.findings, self.rendered,
-                          self.policy, bool(self.replacing))
+                          self.policy, renamed, self.a_spec, capacity_held=short)
 
 
 ANALYSIS = RayJobAnalysis
@@ -175,6 +179,7 @@ def job_differences(engine: Engine, b: Manifest, a: Manifest) -> list[Difference
     schemas = job_schemas()
     differ = Differ(schemas, engine.gotypes)
     out = envelope_differences(differ, b, a)
+    b, a = stored_view(schemas, b, job_spec_schema), stored_view(schemas, a, job_spec_schema)  # as stored
     bspec, aspec = mapping(b.obj.get("spec")), mapping(a.obj.get("spec"))
     sch = job_spec_schema(a.api_version)
     for key in list(bspec) + [k for k in aspec if k not in bspec]:

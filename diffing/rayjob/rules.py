@@ -9,7 +9,7 @@ VAL = ``controllers/ray/utils/validation.go``, JOB = ``controllers/ray/common/jo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -111,11 +111,32 @@ NOT_SUBMITTED = frozenset({"entrypoint", "runtimeEnvYAML", "metadata", "entrypoi
                            "submitterConfig"})
 
 
-def interactive_category(path: Path) -> str:
-    """:func:`category_of` for a job in InteractiveMode on both sides of the change."""
-    if len(path) > 1 and path[0] == "spec" and str(path[1]) in NOT_SUBMITTED:
-        return NO_OP
-    return category_of(path)
+# The submit command (JOB BuildJobSubmitCommand) is what carries these into the Ray job; a K8sJobMode
+# submitter container that sets its own command keeps it, and the command is never used
+# (configureSubmitterContainer, RJC:641-647; the same in v1.6.2).
+SUBMIT_COMMAND = frozenset({"entrypoint", "runtimeEnvYAML", "metadata", "entrypointNumCpus",
+                            "entrypointNumGpus", "entrypointResources"})
+
+
+def unread_fields(spec: Any) -> frozenset[str]:
+    """The ``spec`` fields a job of this shape never reads when a run starts."""
+    spec = spec if isinstance(spec, Mapping) else {}
+    mode = spec.get("submissionMode") or "K8sJobMode"
+    if mode == INTERACTIVE:
+        return NOT_SUBMITTED
+    containers = (((spec.get("submitterPodTemplate") or {}).get("spec") or {}).get("containers") or [{}])
+    if mode == "K8sJobMode" and isinstance(containers[0], Mapping) and containers[0].get("command"):
+        return SUBMIT_COMMAND
+    return frozenset()
+
+
+def category_without(unread: frozenset[str]) -> Callable[[Path], str]:
+    """:func:`category_of` for a job that reads none of ``unread`` on either side of the change."""
+    def category(path: Path) -> str:
+        if len(path) > 1 and path[0] == "spec" and str(path[1]) in unread:
+            return NO_OP
+        return category_of(path)
+    return category
 
 
 def waiting(spec: Any) -> bool:

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from diffing.data.rayjob_1_7_0 import SCHEMA_JSON
-from diffing.kube.schema import Schema, SchemaSet
+from diffing.kube.schema import STORAGE_VERSION, Schema, SchemaSet
 
 
 @lru_cache(maxsize=1)
@@ -29,5 +29,7 @@ def job_spec_schema(api_version: str) -> Schema | None:
 
 
 def job_defaulted(obj: Mapping[str, Any], api_version: str) -> dict[str, Any]:
-    """A RayJob as the API server stores it: nulls dropped, CRD defaults filled, unknown fields pruned."""
-    return job_schemas().stored(obj, job_spec_schema(api_version))
+    """A RayJob as the API server stores it: nulls dropped, CRD defaults filled, unknown fields
+    pruned; a v1alpha1 write as v1 stores it (:meth:`SchemaSet.stored`)."""
+    storage = job_spec_schema(f"ray.io/{STORAGE_VERSION}")
+    return job_schemas().stored(obj, job_spec_schema(api_version), storage)

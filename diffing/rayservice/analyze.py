@@ -31,7 +31,7 @@ from diffing.rayservice.rollout import is_true, mark_appended, rcc_of
 from diffing.rayservice.rules import Category
 from diffing.rayservice.validation import validate_rayservice
 from diffing.rayservice.ways_out import next_steps
-from diffing.report import Capacity, Change, Finding
+from diffing.report import Capacity, Change, Finding, WayOut
 from diffing.vocab import Decision, Rollout
 
 # What the operator can do about a RayService change (:mod:`.rollout`).
@@ -76,6 +76,8 @@ class RayServiceAnalysis(Analysis):
             return
         for d in self.engine.differences(before, after):
             category = Category.NO_OP if d.noop else self.rules.category_of(schema_path(d.path)).category
+            if category == Category.AUTOSCALER_OWNED and not self.autoscaling:
+                category = Category.OPERATOR_IGNORED  # no autoscaler owns them: only the hash mutes them
             self.changes.append(Change(d.path, category.value, d.before, d.after, d.note,
                                        after.line(d.path) or before.line(d.path)))
         for s in serve.diff(self.b_serve, self.a_serve):
@@ -179,13 +181,15 @@ class RayServiceAnalysis(Analysis):
         return ""
 
     # 7. ways out
-    def ways_out(self) -> tuple[str, ...]:
+    def ways_out(self) -> tuple[WayOut, ...]:
         assert self.capacity is not None
         policy = self.policy
+        extra = self.capacity.extra
         return next_steps(rollout=self.rollout, cause=self.cause, strategy=self.strategy,
-                          changes=self.changes, findings=self.findings, extra=self.capacity.extra,
+                          changes=self.changes, findings=self.findings, extra=extra,
                           is_accelerator=policy.counts, replacing=bool(self.replacing),
-                          declared=policy.accelerators)
+                          declared=policy.accelerators, hold_on_recreate=policy.hold_on_recreate,
+                          capacity_held=bool(capacity_holds(policy, extra, self.known)))
 
     def ignore_entry(self) -> dict[str, Any]:
         return {

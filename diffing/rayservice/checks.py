@@ -20,7 +20,7 @@ from diffing.kube.values import dig, mapping, seq
 from diffing.managed import external_manager
 from diffing.rayservice import serve
 from diffing.rayservice.capacity import builds_suspended, eligible_nodes, ray_nodes
-from diffing.rayservice.rollout import BOUNDS
+from diffing.rayservice.rollout import BOUNDS, replica_changes
 from diffing.rayservice.rules import Category
 from diffing.rayservice.validation import check_rayservice
 from diffing.report import Change, Finding
@@ -99,7 +99,9 @@ def _operator_validation(a: RayServiceAnalysis) -> Iterator[Finding]:
 def _api_version(a: RayServiceAnalysis) -> Iterator[Finding]:
     if a.after is not None and a.after.api_version == "ray.io/v1alpha1":
         yield a.finding(Severity.WARNING, "deprecated-api-version", ("apiVersion",),
-                        "ray.io/v1alpha1 is deprecated; move to ray.io/v1 (the stored object is the same)")
+                        "ray.io/v1alpha1 is deprecated and frozen: fields added since (upgradeStrategy, "
+                        "gcsFaultToleranceOptions, numOfHosts, ...) are pruned on write, from the stored "
+                        "object too; move to ray.io/v1")
 
 
 @check
@@ -206,14 +208,19 @@ def _serve_placement(a: RayServiceAnalysis) -> Iterator[Finding]:
 
 @check
 def _autoscaler_owned(a: RayServiceAnalysis) -> Iterator[Finding]:
-    owned = changed(a, Category.AUTOSCALER_OWNED)
+    """Replica fields that never reach the running RayCluster. Without autoscaling nothing owns them:
+    the finding is ``not-applied`` (which :func:`_ignored_alongside` gives beside a Serve update)."""
+    owned = replica_changes(a)
     if not owned or a.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL, Rollout.CLUSTER_IN_PLACE,
                                  Rollout.CREATE, Rollout.RESUME) \
             or external_manager(a.a_def) is not None:
         return
+    if not a.autoscaling and a.rollout in (Rollout.SERVE_IN_PLACE, Rollout.NONE):
+        return
     fields = sorted({format_path(c.path) for c in owned})
+    code = "autoscaler-owned-not-propagated" if a.autoscaling else "not-applied"
     yield a.finding(
-        Severity.WARNING, "autoscaler-owned-not-propagated", owned[0].path,
+        Severity.WARNING, code, owned[0].path,
         f"{', '.join(fields[:3])}{' …' if len(fields) > 3 else ''} will not reach the running "
         "RayCluster: KubeRay mutes them in its comparison and only copies them at the next cluster "
         "creation or in-place update (kuberay#2331, #4568)")
@@ -221,7 +228,9 @@ def _autoscaler_owned(a: RayServiceAnalysis) -> Iterator[Finding]:
 
 @check
 def _append_resets(a: RayServiceAnalysis) -> Iterator[Finding]:
-    if a.rollout != Rollout.CLUSTER_IN_PLACE or not changed(a, Category.WORKER_GROUP_APPENDED):
+    """Only with autoscaling: without it the running groups already have the RayService's replicas."""
+    if a.rollout != Rollout.CLUSTER_IN_PLACE or not a.autoscaling \
+            or not changed(a, Category.WORKER_GROUP_APPENDED):
         return
     yield a.finding(
         Severity.WARNING, "append-resets-replicas", RCC + ("workerGroupSpecs",),
@@ -236,9 +245,9 @@ def _ignored_alongside(a: RayServiceAnalysis) -> Iterator[Finding]:
         return  # a recreation or in-place update carries these fields along
     ignored = changed(a, Category.OPERATOR_IGNORED)
     if a.rollout == Rollout.SERVE_IN_PLACE:
-        # minReplicas/maxReplicas never reach the running cluster, autoscaling or not.
-        ignored += [c for c in changed(a, Category.AUTOSCALER_OWNED)
-                    if not a.autoscaling or c.path[-1] in BOUNDS]
+        # minReplicas/maxReplicas never reach the running cluster, autoscaling or not (without it
+        # every replica field is operator-ignored already).
+        ignored += [c for c in changed(a, Category.AUTOSCALER_OWNED) if c.path[-1] in BOUNDS]
     for c in ignored:
         yield a.finding(Severity.WARNING, "not-applied", c.path,
                         f"{format_path(c.path)} will not take effect now: KubeRay leaves it out of "

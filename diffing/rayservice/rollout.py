@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from diffing.engine import RCC
 from diffing.kube.gojson import ABSENT
-from diffing.kube.paths import Key, format_path
+from diffing.kube.paths import Key, format_path, schema_path
 from diffing.kube.values import dig
 from diffing.managed import external_manager
 from diffing.policy import Policy
@@ -70,9 +70,18 @@ def mark_appended(change: Change, n: int) -> Change:
     return change
 
 
-def bound_changes(changes: list[Change]) -> list[Change]:
+def replica_changes(a: RayServiceAnalysis) -> list[Change]:
+    """Edits of worker ``replicas``, ``minReplicas``/``maxReplicas`` and ``workersToDelete``, which
+    KubeRay mutes in its hash: ``autoscaler-owned`` with in-tree autoscaling on (the Ray autoscaler
+    writes them), ``operator-ignored`` without (nothing owns them; the name says so)."""
+    muted = (Category.AUTOSCALER_OWNED.value, Category.OPERATOR_IGNORED.value)
+    return [c for c in a.changes if c.category in muted
+            and a.rules.category_of(schema_path(c.path)).category == Category.AUTOSCALER_OWNED]
+
+
+def bound_changes(a: RayServiceAnalysis) -> list[Change]:
     """minReplicas/maxReplicas edits of existing worker groups."""
-    return [c for c in changes if c.category == Category.AUTOSCALER_OWNED.value and c.path[-1] in BOUNDS]
+    return [c for c in replica_changes(a) if c.path[-1] in BOUNDS]
 
 
 # -- an update: one step per branch of Reconcile, first match wins ---------------------------------
@@ -214,10 +223,11 @@ def _serve(a: RayServiceAnalysis) -> Rollout | None:
 
 
 def _autoscaler_owned(a: RayServiceAnalysis) -> Rollout | None:
-    """Fields muted in the hash that the autoscaler owns: bounds, replicas, workersToDelete."""
-    if Category.AUTOSCALER_OWNED not in a.real:
+    """Fields muted in the hash that the autoscaler owns, when it runs: bounds, replicas,
+    workersToDelete."""
+    if not replica_changes(a):
         return None
-    bounds = bound_changes(a.changes)
+    bounds = bound_changes(a)
     if bounds:
         fields = " and ".join(sorted({str(c.path[-1]) for c in bounds}))
         return _not_applied(

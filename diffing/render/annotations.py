@@ -4,7 +4,9 @@ An annotation points at ``file:line`` of what a reviewer should look at: the cha
 a hold (the image line that recreates the cluster, the ``maxReplicas`` line that will not
 apply), every finding. ``failure`` for what holds, ``warning`` / ``notice`` for the rest.
 
-Files and lines come from the report (plain files keep their lines). For a rendered root the
+Files and lines come from the report (plain files keep their lines). Citations of KubeRay's
+code name their file (``rayjob_controller.go:988-992``, not the modules' ``RJC:988-992``): an
+annotation is plain text, no link. For a rendered root the
 caller passes ``locate``, which maps a resource's source and a change to the file of the pull
 request that made it (e.g. the overlay's ``kustomization.yaml``) and its line.
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diffing.kinds import BY_NAME
+from diffing.render.citations import expand_citations
 from diffing.report import HOLD, Change, Report, ResourceReport
 
 FAILURE, WARNING, NOTICE = "failure", "warning", "notice"
@@ -47,7 +50,8 @@ def _file_of(source: str) -> str:
     return source.split(":", 1)[1] if ":" in source else source
 
 
-def _default_locate(r: ResourceReport, item: Any) -> tuple[str, int | None] | None:
+def default_locate(r: ResourceReport, item: Any) -> tuple[str, int | None] | None:
+    """A plain file's change or finding at its own line; None for a rendered root."""
     if " (" in r.origin or r.origin.startswith("Application "):
         return None  # a rendered root: only the caller knows which file of the PR it came from
     line = getattr(item, "line", None)
@@ -67,7 +71,7 @@ def annotate(report: Report, locate: Locate | None = None) -> list[Annotation]:
 
 
 def _for_resource(r: ResourceReport, locate: Locate | None) -> Iterator[Annotation]:
-    where = locate or _default_locate
+    where = locate or default_locate
     name = f"{r.namespace}/{r.name}"
     if r.decision == HOLD:
         about = holding(r.kind, r.rollout)
@@ -79,13 +83,15 @@ def _for_resource(r: ResourceReport, locate: Locate | None) -> Iterator[Annotati
             if spot is None:
                 continue
             yield Annotation(FAILURE, spot[0], spot[1], f"rayservice-impact: hold ({r.rollout}) {name}",
-                             f"{_path(c)}: {_value(c.before)} → {_value(c.after)}. {why}", r.rollout)
+                             f"{_path(c)}: {_value(c.before)} → {_value(c.after)}. {expand_citations(why)}",
+                             r.rollout)
     for f in r.findings:
         spot = where(r, f)
         if spot is None:
             continue
         yield Annotation(LEVEL_OF_SEVERITY.get(f.severity, NOTICE), spot[0], spot[1],
-                         f"rayservice-impact: {f.code} {name}", f"{f.path}: {f.message}", f.code)
+                         f"rayservice-impact: {f.code} {name}", f"{f.path}: {expand_citations(f.message)}",
+                         f.code)
 
 
 def _path(c: Change) -> str:

@@ -1,27 +1,42 @@
 """The report as markdown a reviewer reads at a glance (PR comment, CLI, hook log).
 
 The verdict is said once, in the heading; the line under it says why (the summary without its
-verdict word). Then a table of resources, holds first, each row's icon its decision (named in
-words only where it differs from the verdict); then, per resource in the same order, the
-reasons, "Ways out" of a hold, capacity, changes by category (paths relative to the resource:
-``workerGroupSpecs[gpu-group].…containers[ray-worker].image``; the JSON report keeps full
-paths), findings, the Argo CD snippet and, when accelerators change, a capacity chart. Long
-parts sit inside ``<details>``. With ``max_chars`` the details shrink first, then whole
-resource sections are cut, never the verdict or the resource table.
+verdict word). When the change reaches several objects, the extra capacity of the whole pull
+request comes next, then per environment (production first, or the policy's ``environments``
+order: :mod:`diffing.environments`). Then a table of resources, holds first and, within each
+decision, by environment, each row's icon its decision (named in words only where it differs
+from the verdict); then, per resource in the same order, the reasons, the "Ways out" of a hold
+by who can take them (the reviewer, the author, with the file and line the hold comes from, the
+platform), capacity, changes by category (paths relative to the resource:
+``workerGroupSpecs[gpu-group].…containers[ray-worker].image``, shortened further when long, the
+full path on hover; the JSON report keeps full paths), findings, the Argo CD snippet and, when
+accelerators change, a capacity chart. Long parts sit inside ``<details>``. Citations of
+KubeRay's code become links to the upstream lines (:mod:`.citations`).
+
+It reads at GitHub's width of a comment (about 780 px): tables have three to five columns, and a
+cell's text always has a place to wrap (values without one get ``<wbr>``). With ``max_chars`` the
+details shrink first, then whole resource sections are cut, never the verdict or the resource
+table.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from diffing.environments import label as environment_label
+from diffing.environments import rank as environment_rank
 from diffing.kube.paths import format_path
-from diffing.kube.quantity import Quantity, QuantityError
-from diffing.kube.resources import human
-from diffing.report import HOLD, IGNORE, Finding, Report, ResourceReport
+from diffing.kube.quantity import Quantity, QuantityError, format_amount
+from diffing.kube.resources import human, is_bytes
+from diffing.render.annotations import Locate, default_locate, holding
+from diffing.render.citations import link_citations
+from diffing.report import HOLD, IGNORE, Change, Finding, Report, ResourceReport
+from diffing.vocab import Actor, Severity
 
 ICON = {"approve": "🟢", "hold": "🔴", "ignore-differences": "🟡"}
 SEVERITY_ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
@@ -36,7 +51,14 @@ SERVE_EFFECT = {"lightweight": "applied to the running replicas",
 # reach) red, in GitHub's light and dark themes alike.
 PALETTE = '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "#54aeff, #cf222e"}}}}%%'
 MAX_CELL = 70
+MAX_PATH = 60   # a change's path longer than this shows its last segments, the whole on hover
+MAX_RUN = 32    # characters of a cell without a place to wrap, at most (else <wbr> is added)
 OPEN_ROWS = 8  # change rows shown before the rest folds into <details>
+# Who can take a way out of a hold, as the comment names them.
+ACTORS = {Actor.REVIEWER: "Reviewer", Actor.AUTHOR: "Author",
+          Actor.PLATFORM: "Platform (cluster and policy owners)"}
+_RUN = re.compile(rf"[^\s-]{{{MAX_RUN + 1},}}")
+_SOFT = re.compile(r"(?<=[/:.@=,])(?=.)")
 
 
 def _cell(value: Any) -> str:
@@ -48,7 +70,46 @@ def _cell(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
-    return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
+    return _code(text)
+
+
+def _code(text: str, title: str = "") -> str:
+    """``text`` as inline code in a table cell. Code wraps only at spaces and hyphens on GitHub,
+    so a longer run without one (a digest, a long path) becomes HTML code with ``<wbr>`` after
+    its separators; ``title`` (the whole of a shortened path) shows on hover."""
+    if not title and not _RUN.search(text):
+        return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
+    if title:  # a path: it may wrap after each of its own dots (not those of a key: nvidia.com/gpu)
+        shown = "<wbr>".join(html.escape(part, quote=False).replace("|", "&#124;") for part in _dots(text))
+    else:
+        shown = html.escape(text, quote=False).replace("|", "&#124;")
+        shown = _RUN.sub(lambda m: _soft(m.group(0)), shown)
+    hover = f' title="{html.escape(title).replace("|", "&#124;")}"' if title else ""
+    return f"<code{hover}>{shown}</code>"
+
+
+def _dots(path: str) -> list[str]:
+    """``path`` cut after each dot outside ``[...]``."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(path):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "." and depth == 0 and i + 1 < len(path):
+            parts.append(path[start:i + 1])
+            start = i + 1
+    return [*parts, path[start:]]
+
+
+def _soft(run: str) -> str:
+    """``<wbr>`` after each separator of a long run (every :data:`MAX_RUN` characters where it
+    has none)."""
+    parts = _SOFT.sub("<wbr>", run).split("<wbr>")
+    out = []
+    for part in parts:
+        while len(part) > MAX_RUN and "&" not in part[:MAX_RUN]:
+            out.append(part[:MAX_RUN])
+            part = part[MAX_RUN:]
+        out.append(part)
+    return "<wbr>".join(out)
 
 
 def _amounts(amounts: dict[str, Any] | None) -> str:
@@ -69,16 +130,19 @@ def _cpu_mem(amounts: dict[str, Any]) -> str:
 
 
 _KEYED = re.compile(r"\[[A-Za-z_][A-Za-z0-9_]*=")
-_GROUP = re.compile(r"^spec\.rayClusterConfig\.(?=(headGroupSpec|workerGroupSpecs)\b)")
+_GROUP = re.compile(r"^spec\.(?:rayClusterConfig|rayClusterSpec|jobTemplate\.rayClusterSpec)\."
+                    r"(?=(headGroupSpec|workerGroupSpecs)\b)")
 _POD_SPEC = re.compile(r"^(headGroupSpec|workerGroupSpecs\[[^\]]*\])\.template\.spec\.(?=.)")
 
 
 def short_path(path: str) -> str:
     """A RayService field path relative to the resource, as the comment shows it.
 
-    ``spec.`` goes (everything is under it but ``metadata``), and so does ``rayClusterConfig.``
-    before the head and worker groups; a keyed item shows its key's value (``[gpu-group]`` for
-    ``[groupName=gpu-group]``); a group's pod template spec becomes ``…`` when a field follows.
+    ``spec.`` goes (everything is under it but ``metadata``), and so does the cluster spec's own
+    name before the head and worker groups (a RayService's ``rayClusterConfig.``, a RayJob's
+    ``rayClusterSpec.``, a RayCronJob's ``jobTemplate.rayClusterSpec.``); a keyed item shows its
+    key's value (``[gpu-group]`` for ``[groupName=gpu-group]``); a group's pod template spec
+    becomes ``…`` when a field follows.
     ``spec.rayClusterConfig.workerGroupSpecs[groupName=gpu].template.spec.containers[name=ray-worker].image``
     reads ``workerGroupSpecs[gpu].…containers[ray-worker].image``; the container stays named,
     a pod may have several.
@@ -90,9 +154,34 @@ def short_path(path: str) -> str:
     return _KEYED.sub("[", text)
 
 
-def _ordered(resources: tuple[ResourceReport, ...]) -> list[ResourceReport]:
-    """Holds first, then ignore-differences, then approvals; each group in the report's order."""
-    return sorted(resources, key=lambda r: (r.decision != HOLD, r.decision != IGNORE))
+_SEGMENT = re.compile(r"[^.\[]+(?:\[[^\]]*\])*|\[[^\]]*\]")
+
+
+def shown_path(path: str) -> str:
+    """:func:`short_path`, and for one longer than :data:`MAX_PATH` as many of its last segments
+    as fit after "…", kept behind its first segment when that names a list item (the worker
+    group): ``…deployments[MangoStand].user_config``, ``workerGroupSpecs[gpu-group].…image``."""
+    text = short_path(path)
+    if len(text) <= MAX_PATH:
+        return text
+    segments = _SEGMENT.findall(text)
+    head = segments[0] + "." if "[" in segments[0] else ""
+    rest = segments[1:] if head else segments
+    tail: list[str] = []
+    for seg in reversed(rest):
+        if tail and len(head) + 1 + len(".".join([seg, *tail])) > MAX_PATH:
+            break
+        tail.insert(0, seg)
+    if len(tail) == len(rest):
+        return text
+    return f"{head}…{'.'.join(tail)}".replace("……", "…")
+
+
+def _ordered(report: Report) -> list[ResourceReport]:
+    """Holds first, then ignore-differences, then approvals; within each, the most important
+    environment first (:func:`diffing.environments.rank`); then in the report's order."""
+    return sorted(report.resources, key=lambda r: (r.decision != HOLD, r.decision != IGNORE,
+                                                   environment_rank(r, report.environments)))
 
 
 def _decision(r: ResourceReport, report: Report) -> str:
@@ -107,7 +196,7 @@ def _header(report: Report) -> list[str]:
         if summary.startswith(f"{word}: "):
             summary = summary[len(word) + 2:]
             break
-    lines = [f"## {icon} rayservice-impact: **{report.decision}**", "", f"> {summary}", ""]
+    lines = [f"## {icon} rayservice-impact: **{report.decision}**", "", f"> {link_citations(summary)}", ""]
     if report.findings:
         lines += ["**Not compared** (what the change touched but could not be read as deployed)", ""]
         lines += [_finding_line(f) for f in report.findings] + [""]
@@ -119,11 +208,12 @@ def _header(report: Report) -> list[str]:
         lines.append("No RayService, RayCluster or RayJob changes." if not report.findings else
                      "No RayService, RayCluster or RayJob could be compared.")
         return lines
+    lines += _totals(report)
     kinds_seen = {r.kind for r in report.resources}
     column = "RayService" if kinds_seen == {"RayService"} else "resource"
     lines += [f"| {column} | action | rollout | extra accelerators | extra CPU / memory |",
               "|---|---|---|---|---|"]
-    for r in _ordered(report.resources):
+    for r in _ordered(report):
         differs = _decision(r, report)
         lines.append(f"| {ICON.get(r.decision, '')} {_label(r)}"
                      f"{f' ({differs})' if differs else ''} | {r.action} | **{r.rollout}** | "
@@ -131,6 +221,55 @@ def _header(report: Report) -> list[str]:
     lines += ["", f"<sub>KubeRay {report.kuberay_version} rules · capacity basis: "
               f"{', '.join(sorted({r.capacity.basis for r in report.resources}))}</sub>", ""]
     return lines
+
+
+def _sum(amounts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Capacity amounts added up: accelerators as integers, the rest as quantities."""
+    exact: dict[str, Any] = {}
+    for one in amounts:
+        for name, value in one.items():
+            exact[name] = exact.get(name, 0) + (value if isinstance(value, int) else _fraction(value))
+    return {k: v if isinstance(v, int) else format_amount(v, binary=is_bytes(k)) for k, v in exact.items()}
+
+
+def _fraction(value: Any) -> Any:
+    try:
+        return Quantity.parse(value).value
+    except QuantityError:
+        return 0
+
+
+def _needs(amounts: dict[str, Any]) -> str:
+    """``nvidia.com/gpu: 8 (CPU 68, memory 72Gi)``: accelerators first, then CPU and memory."""
+    acc = {k: v for k, v in amounts.items() if isinstance(v, int)}
+    rest = [f"{'CPU' if k == 'cpu' else k} {human(k, v)}" for k, v in amounts.items()
+            if not isinstance(v, int)]
+    if not acc:
+        return ", ".join(rest)
+    return _amounts(acc) + (f" ({', '.join(rest)})" if rest else "")
+
+
+def _totals(report: Report) -> list[str]:
+    """The extra capacity of the whole change, then per environment (the most important first),
+    when it reaches more than one object."""
+    resources = _ordered(report)
+    if len(resources) < 2 or not any(r.capacity.extra for r in resources):
+        return []
+    whole = _needs(_sum([r.capacity.extra for r in resources]))
+    lines = [f"**Extra while it rolls out, whole pull request:** {whole}"]
+    by_place: dict[str, list[ResourceReport]] = {}
+    for r in sorted(resources, key=lambda r: environment_rank(r, report.environments)):
+        by_place.setdefault(environment_label(r.origin), []).append(r)
+    if len(by_place) > 1:
+        lines += ["", *(f"- {ICON.get(_worst(rs), '')} `{place}`: "
+                        f"{_needs(_sum([r.capacity.extra for r in rs])) or 'none'}"
+                        for place, rs in by_place.items())]
+    return [*lines, ""]
+
+
+def _worst(resources: list[ResourceReport]) -> str:
+    decisions = {r.decision for r in resources}
+    return HOLD if HOLD in decisions else IGNORE if IGNORE in decisions else "approve"
 
 
 def _change_summary(r: ResourceReport) -> str:
@@ -151,7 +290,17 @@ def _change_summary(r: ResourceReport) -> str:
 def _note(detail: str) -> str:
     if detail in SERVE_EFFECT:
         return f"**{detail}**: {SERVE_EFFECT[detail]}"
-    return detail.replace("|", "\\|")
+    return link_citations(detail).replace("|", "\\|")
+
+
+def _change_cell(c: Change) -> str:
+    """The first cell of a change's row: its path (shortened, the whole on hover), then its
+    category and note in small print under it."""
+    full = format_path(c.path)
+    shown = shown_path(full).replace("`", "'")
+    path = _code(shown, full.replace("`", "'") if "…" in shown else "")
+    under = c.category + (f" · {_note(c.detail)}" if c.detail else "")
+    return f"{path}<br><sub>{under}</sub>"
 
 
 def _changes(r: ResourceReport, compact: bool) -> list[str]:
@@ -162,14 +311,10 @@ def _changes(r: ResourceReport, compact: bool) -> list[str]:
         return lines
     rows = sorted(r.changes, key=lambda c: CATEGORY_ORDER.index(c.category)
                   if c.category in CATEGORY_ORDER else 99)
-    notes = any(c.detail for c in rows)  # no empty note column
-    table = ["| category | path | before | after |" + (" note |" if notes else ""),
-             "|---|---|---|---|" + ("---|" if notes else "")]
+    table = ["| change | before | after |", "|---|---|---|"]
     for c in rows:
         d = c.to_dict()
-        path = short_path(format_path(c.path)).replace("|", "\\|").replace("`", "'")
-        table.append(f"| {c.category} | `{path}` | {_cell(d['before'])} | {_cell(d['after'])} |"
-                     + (f" {_note(c.detail)} |" if notes else ""))
+        table.append(f"| {_change_cell(c)} | {_cell(d['before'])} | {_cell(d['after'])} |")
     if len(rows) <= OPEN_ROWS:
         return lines + table + [""]
     return lines + [f"<details><summary>{len(rows)} changes</summary>", "", *table, "", "</details>", ""]
@@ -188,7 +333,7 @@ def _finding_line(f: Finding, where_of: Callable[[str], str] = str) -> str:
     if path != f.path and f.path:
         message = message.replace(f.path, path)  # a message that names its own path names it alike
     return (f"- {SEVERITY_ICON.get(f.severity, '')} **{f.severity}** `{f.code}` at "
-            f"`{path}`{where}: {message}")
+            f"`{path}`{where}: {link_citations(message)}")
 
 
 def _snippet(r: ResourceReport) -> list[str]:
@@ -282,15 +427,69 @@ def _label(r: ResourceReport) -> str:
     return name if r.kind == "RayService" else f"{r.kind} {name}"
 
 
-def _resource(r: ResourceReport, report: Report, compact: bool) -> list[str]:
+def _author_place(r: ResourceReport, locate: Locate | None) -> str:
+    """Where the author's edit goes: the file and line of the pull request the hold comes from
+    (the first change the hold is about, else the first located error finding): the overlay's
+    ``newTag:`` line of a rendered root, the manifest's own line of a plain file; "" when it
+    cannot be told (a rendered root without the pull request's files)."""
+    where = locate or default_locate
+    about = holding(r.kind, r.rollout)
+    items: list[Any] = [c for c in r.changes if c.category in about]
+    items += [f for f in r.findings if f.severity == Severity.ERROR]
+    for item in items:
+        spot = where(r, item)
+        if spot is None or not spot[0] or " (" in spot[0] or spot[0].startswith("Application "):
+            continue  # a root's label is no file of the pull request
+        if locate is None and not spot[1]:
+            continue  # an object read without lines (Argo CD's target): no file to point at
+        return f"`{spot[0]}`" + (f" line {spot[1]}" if spot[1] else "")
+    return ""
+
+
+def _fix_block(fix: tuple[Any, Any], indent: str) -> list[str]:
+    """The edit that releases a hold, as the YAML to write (``spec:`` / ``  suspend: false``)."""
+    path, value = fix
+    keys = [k for k in path if isinstance(k, str)]
+    if len(keys) != len(path) or not keys:
+        return []
+    shown = json.dumps(value) if isinstance(value, bool) else str(value)
+    body = [f"{'  ' * i}{key}:" for i, key in enumerate(keys[:-1])]
+    body.append(f"{'  ' * (len(keys) - 1)}{keys[-1]}: {shown}")
+    return ["", *(indent + line for line in ["```yaml", *body, "```"])]
+
+
+def _ways_out(r: ResourceReport, locate: Locate | None) -> list[str]:
+    """The ways out of a hold, by who can take them: the reviewer's, the author's (with the
+    file and line the hold comes from, and the YAML of an edit that releases it), the
+    platform's."""
+    if not r.ways_out:
+        return []
+    lines = ["**Ways out**", ""]
+    for actor, name in ACTORS.items():
+        ways = [w for w in r.ways_out if w.by == actor]
+        if not ways:
+            continue
+        place = _author_place(r, locate) if actor == Actor.AUTHOR else ""
+        head = f"**{name}**" + (f" (the hold comes from {place})" if place else "")
+        if len(ways) == 1:
+            lines.append(f"- {head}: {link_citations(ways[0].text)}")
+            lines += _fix_block(ways[0].fix, "  ") if ways[0].fix else []
+            continue
+        lines.append(f"- {head}:")
+        for way in ways:
+            lines.append(f"  - {link_citations(way.text)}")
+            lines += _fix_block(way.fix, "    ") if way.fix else []
+    return [*lines, ""]
+
+
+def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate | None = None) -> list[str]:
     differs = _decision(r, report)
     lines = [f"### {ICON.get(r.decision, '')} {_label(r)}: {r.rollout}"
              f"{f' → {differs}' if differs else ''}", ""]
     if r.source:
         lines += [f"<sub>{r.source}</sub>", ""]
-    lines += [f"- {reason}" for reason in r.reasons] + [""]
-    if r.next_steps:
-        lines += ["**Ways out**", "", *(f"{i}. {step}" for i, step in enumerate(r.next_steps, 1)), ""]
+    lines += [f"- {link_citations(reason)}" for reason in r.reasons] + [""]
+    lines += _ways_out(r, locate)
     lines += _capacity(r)
     if r.capacity.serve:
         s = r.capacity.serve
@@ -306,20 +505,23 @@ def _resource(r: ResourceReport, report: Report, compact: bool) -> list[str]:
     return lines
 
 
-def render_markdown(report: Report, *, max_chars: int | None = None) -> str:
-    """The markdown report; with ``max_chars`` it is shortened to fit, verdict kept."""
+def render_markdown(report: Report, *, max_chars: int | None = None, locate: Locate | None = None) -> str:
+    """The markdown report; with ``max_chars`` it is shortened to fit, verdict kept. ``locate``
+    maps a resource's change to the pull request's file and line (a rendered root's overlay
+    line, :func:`app.annotate.rendered_locator`), for the author's ways out; without it a
+    plain file's own lines are used."""
     head = _header(report)
-    order = _ordered(report.resources)
-    full = "\n".join(head + [line for r in order for line in _resource(r, report, False)])
+    order = _ordered(report)
+    full = "\n".join(head + [line for r in order for line in _resource(r, report, False, locate)])
     if max_chars is None or len(full) <= max_chars:
         return full.rstrip() + "\n"
-    compact = "\n".join(head + [line for r in order for line in _resource(r, report, True)])
+    compact = "\n".join(head + [line for r in order for line in _resource(r, report, True, locate)])
     note = "\n\n_…truncated to fit; run `rayservice-impact` for the full report._\n"
     if len(compact) + len(note) <= max_chars:
         return compact.rstrip() + note
     text = "\n".join(head)
     for r in order:
-        block = "\n".join(_resource(r, report, True))
+        block = "\n".join(_resource(r, report, True, locate))
         if len(text) + len(block) + len(note) + 1 > max_chars:
             break
         text += "\n" + block

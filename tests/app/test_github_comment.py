@@ -12,11 +12,14 @@ from app.github.comment import (
     fit,
     is_ours,
     no_change_body,
+    numbers_of,
     render_body,
+    shown_part,
     stamp_of,
     verdict_for_error,
     verdict_for_report,
 )
+from app.github.repo_config import PATH, RepoConfig, parse_config
 
 
 def _hold_report() -> diffing.Report:
@@ -79,3 +82,31 @@ def test_no_change_body_is_ours():
 def test_is_ours_needs_the_marker_first():
     assert not is_ours(f"quoting the bot: {MARKER}")
     assert not is_ours(None)
+
+
+def test_the_comment_setting_is_read_strictly_and_falls_back_to_always_with_a_reason():
+    assert parse_config("comment: on-hold\n") == RepoConfig("on-hold")
+    assert parse_config(b"# nothing set\n") == RepoConfig("always")
+    assert parse_config("") == RepoConfig("always")
+    for text, why in [
+            ("comment: quiet\n", "`comment` must be one of always, on-change, on-hold, not `quiet`"),
+            ("comment: on-hold\nbehavior: new\n", "may only set `comment` (found behavior, comment)"),
+            ("- comment\n", "may only set `comment` (found list)"),
+            ("comment: [\n", "is not valid YAML (line 2)")]:
+        config = parse_config(text)
+        assert config.comment == "always" and config.problem.startswith(f"`{PATH}`") and why in config.problem
+
+
+def test_a_verdict_stamps_its_numbers_and_a_kept_body_shows_the_old_report():
+    verdict = verdict_for_report(_hold_report())
+    assert verdict.touches and verdict.numbers
+    assert verdict_for_report(_hold_report(), note="a warning").numbers != verdict.numbers
+    assert verdict.markdown is not None
+    body = render_body(verdict.markdown, head_sha="a" * 40, footer="base → head `aaaaaaa`",
+                       numbers=verdict.numbers)
+    assert numbers_of(body) == verdict.numbers
+    kept = render_body("ignored", head_sha="b" * 40, numbers=verdict.numbers, keep=shown_part(body))
+    assert shown_part(kept).startswith(verdict.markdown.rstrip("\n"))
+    assert shown_part(kept).endswith("<sub>base → head `aaaaaaa` · the same for head `bbbbbbb`</sub>\n")
+    again = render_body("ignored", head_sha="c" * 40, numbers=verdict.numbers, keep=shown_part(kept))
+    assert again.count("the same for head") == 1 and "`ccccccc`</sub>" in again

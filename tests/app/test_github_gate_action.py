@@ -174,3 +174,15 @@ def test_action_summary_stays_under_githubs_1_mib() -> None:
     assert len(text.encode("utf-8")) <= SUMMARY_MAX_BYTES
     assert "## 🔴 rayservice-impact: **hold**" in text[:400] and "not posted: fork" in text
     assert text.count("```") % 2 == 0 and "truncated" in text
+
+
+def test_action_footer_never_cuts_a_branch_name() -> None:
+    """`base`/`head` inputs may be branch names: shown whole; only full SHAs are shortened (issue 24)."""
+    from app.github.action import make_plan
+
+    base, head = "origin/release/2024-summer-gpu-rollout", "feature/bump-the-llm-image-to-2.53"
+    plan = make_plan({"BASE": base, "HEAD": head}, "workflow_dispatch", {})
+    assert plan.footer == f"rayservice-impact · {base} → {head}"
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    plan = make_plan({"BASE": f"{base}...{sha}"}, "workflow_dispatch", {})
+    assert plan.footer == f"rayservice-impact · {base}...{sha[:12]}"

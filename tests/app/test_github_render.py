@@ -85,10 +85,13 @@ def run_webhook(url: str, gh: GitHubStandIn, repo: Path, base: str, head: str, n
     return status, comments[0]["body"] if comments else None
 
 
-def cli_report(repo: Path, base: str, head: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+def cli_report(repo: Path, base: str, head: str, capsys: pytest.CaptureFixture[str],
+               fmt: str = "json") -> Any:
+    """``rayservice-impact git`` in this process: the report (``fmt`` json) or its text."""
     capsys.readouterr()
-    main(["git", base, head, "--repo", str(repo), "--format", "json"])
-    return json.loads(capsys.readouterr().out)
+    main(["git", base, head, "--repo", str(repo), "--format", fmt])
+    out = capsys.readouterr().out
+    return json.loads(out) if fmt == "json" else out
 
 
 def unsnap(text: str) -> str:
@@ -148,13 +151,15 @@ def test_render_tarball_overlay_image_bump_holds_and_names_the_root(tmp_path: Pa
     assert SOURCE in body and "`ray-prod/ray-serve-llm`" in body
     assert f"rayproject/ray-llm:{NEW_TAG}" in body
     assert f"head `{head[:7]}` · {VIA_TARBALLS}" in body
-    # the tarballs, through GitHub's 302 to codeload; no file is read through the contents API
+    # the tarballs, through GitHub's 302 to codeload; no file of the change is read through the
+    # contents API (only the repository's comment setting, at the base)
     tarballs = sorted(c.path for c in gh.calls_to("GET", "/tarball/"))
     assert tarballs == sorted(f"/repos/{OWNER}/{REPO}/tarball/{sha}" for sha in (base, head))
     assert [c.status for c in gh.calls_to("GET", "/tarball/")] == [302, 302]
     assert sorted(c.path for c in gh.calls_to("GET", "^/_codeload/")) == sorted(
         f"/_codeload/{OWNER}/{REPO}/legacy.tar.gz/{sha}" for sha in (base, head))
-    assert gh.calls_to("GET", "/contents/") == []
+    assert [(c.path, c.query["ref"]) for c in gh.calls_to("GET", "/contents/")] == [
+        (f"/repos/{OWNER}/{REPO}/contents/.github/rayservice-impact.yml", base)]
 
 
 @pytest.mark.parametrize("change", ["image-bump", "base-change", "broken-overlay"])
@@ -171,6 +176,7 @@ def test_render_tarball_report_equals_the_cli_report(tmp_path: Path, capsys, cha
         edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["resources"].append("gone.yaml"))
         head = commit(repo)
     expected = cli_report(repo, base, head, capsys)
+    markdown = cli_report(repo, base, head, capsys, "markdown")
     with github_service(GitHubStandIn(token=TOKEN)) as (url, gh), \
             running_server(gh.app, ready_path=None) as github_url:  # the same stand-in, its own URL
         gh.add_git_pull(OWNER, REPO, 1, base, head, repo)
@@ -180,7 +186,31 @@ def test_render_tarball_report_equals_the_cli_report(tmp_path: Path, capsys, cha
     # part of a report that is not the commits' (app/render should print repository paths).
     assert json.loads(unsnap(json.dumps(report.to_dict()))) == json.loads(unsnap(json.dumps(expected)))
     assert expected["decision"] == "hold" and status["state"] == "failure"
-    assert body is not None and unsnap(diffing.render_markdown(report).strip()) in unsnap(body)
+    # the comment is the CLI's markdown (the author's way out names the same overlay line)
+    assert body is not None and unsnap(str(markdown).strip()) in unsnap(body)
+
+
+def test_render_tarball_base_change_leads_with_the_whole_pull_request_then_production(tmp_path: Path) -> None:
+    """A base change rendered into two overlays (issue 24): the comment says what the whole pull
+    request needs first, then each environment, production before staging."""
+    repo = make_repo(tmp_path)
+    write(repo, "overlays/dev/kustomization.yaml", {"namespace": "ray-dev", "resources": ["../../base"]})
+    base = commit(repo, "a dev overlay")
+    text = (repo / "base/rayservice.yaml").read_text().replace('num-cpus: "0"', 'num-cpus: "1"', 1)
+    (repo / "base/rayservice.yaml").write_text(text)
+    head = commit(repo)
+    with github_service(GitHubStandIn(token=TOKEN)) as (url, gh):
+        status, body = run_webhook(url, gh, repo, base, head)
+    assert status["state"] == "failure" and status["description"].startswith("hold: ray-prod/ray-serve-llm")
+    assert body is not None
+    whole = body.index("**Extra while it rolls out, whole pull request:** nvidia.com/gpu: 12 (")
+    places = [body.index(f"- 🔴 `overlays/{env} (kustomize)`: nvidia.com/gpu: 4 (")
+              for env in ("prod", "staging", "dev")]
+    assert whole < places[0] < places[1] < places[2] < body.index("| RayService |")
+    rows = [body.index(f"| 🔴 `ray-{env}/ray-serve-llm` |") for env in ("prod", "staging", "dev")]
+    assert rows == sorted(rows)
+    # the author's way out names the file of the pull request the hold comes from: the base
+    assert "- **Author** (the hold comes from `base/rayservice.yaml` line " in body
 
 
 def test_render_tarball_unrelated_change_is_success_without_a_comment(tmp_path: Path) -> None:

@@ -68,12 +68,15 @@ def test_webhook_typical_pr_call_count_and_latency(capsys):
         ("GET", f"/repos/{OWNER}/{REPO}/pulls/{NUMBER}/files"),
         ("GET", f"/repos/{OWNER}/{REPO}/contents/{MANIFEST}"),
         ("GET", f"/repos/{OWNER}/{REPO}/contents/{MANIFEST}"),
+        ("GET", f"/repos/{OWNER}/{REPO}/contents/.github/rayservice-impact.yml"),  # the comment mode
         ("GET", f"/repos/{OWNER}/{REPO}/issues/{NUMBER}/comments"),
         ("POST", f"/repos/{OWNER}/{REPO}/issues/{NUMBER}/comments"),
         ("GET", f"/repos/{OWNER}/{REPO}/commits/{HEAD_SHA}/statuses"),  # a success: does anything hold?
         ("POST", f"/repos/{OWNER}/{REPO}/statuses/{HEAD_SHA}"),
     ]
-    assert sorted(c.query["ref"] for c in gh.calls_to("GET", "/contents/")) == sorted([BASE_SHA, HEAD_SHA])
+    manifests = gh.calls_to("GET", f"/contents/{MANIFEST}")
+    assert sorted(c.query["ref"] for c in manifests) == sorted([BASE_SHA, HEAD_SHA])
+    assert [c.query["ref"] for c in gh.calls_to("GET", "/contents/.github/")] == [BASE_SHA]  # what runs now
     raw = "application/vnd.github.raw+json"
     assert all(c.headers["accept"] == raw for c in gh.calls_to("GET", "/contents/"))
     assert gh.calls[0].query == {"per_page": "100"}
@@ -256,7 +259,7 @@ def test_webhook_3000_file_pr_fetches_only_the_yaml_files():
     assert len(gh.files[(OWNER, REPO, NUMBER)]) == 2999
     assert len(gh.calls_to("GET", "/pulls/2/files")) == 30
     fetched = sorted((c.path.split("/contents/")[1], c.query["ref"])
-                     for c in gh.calls_to("GET", "/contents/"))
+                     for c in gh.calls_to("GET", "/contents/") if "/contents/.github/" not in c.path)
     assert fetched == sorted([(MANIFEST, BASE_SHA), (MANIFEST, HEAD_SHA), ("k8s/llm.yml", HEAD_SHA),
                               ("k8s/old.yaml", BASE_SHA), ("k8s/configmap.yaml", BASE_SHA),
                               ("k8s/configmap.yaml", HEAD_SHA), ("k8s/x.yaml", BASE_SHA),
@@ -389,6 +392,7 @@ def test_webhook_route_is_off_without_a_secret():
     assert resp.status_code == 503
     assert resp.json()["error"]["code"] == "not-configured"
     assert "RAYSERVICE_IMPACT_GITHUB_WEBHOOK_SECRET" in resp.json()["error"]["message"]
+    assert "github-webhook-secret" in resp.json()["error"]["message"]  # where deploy/base reads it from
     app = create_app(load_settings(github_webhook_secret="s", analysis_executor="thread"))
     assert "/webhooks/github" in app.openapi()["paths"]
 

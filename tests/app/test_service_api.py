@@ -363,7 +363,7 @@ def test_analyze_bad_policy_and_headroom_are_422(analysis_service):
     response = post(analysis_service.base_url, "/v1/analyze",
                     json={"before": "", "after": SAMPLE, "headroom": {"nvidia.com/gpu": "lots"}})
     assert (response.status_code, response.json()) == (422, error(
-        "invalid-policy", "policy headroom.nvidia.com/gpu: 'lots' is not an amount"))
+        "invalid-headroom", "headroom nvidia.com/gpu: 'lots' is not an amount"))
 
 
 def test_analyze_lone_surrogate_is_422(analysis_service):

@@ -20,6 +20,7 @@ import diffing
 from app import cli
 from app.errors import error_for
 from diffing import Policy, PolicyError
+from diffing.errors import HeadroomError
 from tests.builders import dump, edited, sample, set_images, worker_container
 from tests.diffing.helpers import GPU_BEFORE, HUGE_HEX, _cli, resource
 from tests.diffing.raycluster.cluster import BASE, RECREATE, one, spec, variant, worker_pod
@@ -47,11 +48,51 @@ BAD = [
 
 
 @pytest.mark.parametrize(("name", "value", "message"), BAD, ids=[f"{n}={v!r}" for n, v, _ in BAD])
-def test_bad_headroom_is_a_policy_error_naming_the_value(name: str, value: Any, message: str) -> None:
-    with pytest.raises(diffing.PolicyError, match=message) as exc:
+def test_bad_headroom_is_a_headroom_error_naming_the_value(name: str, value: Any, message: str) -> None:
+    """A headroom error says headroom, not policy: the caller gave no policy (issue 24)."""
+    with pytest.raises(HeadroomError, match=message) as exc:
         diffing.analyze(dump(LLM), dump(BUMP), headroom={name: value})
-    assert f"headroom.{name}" in str(exc.value)
+    assert str(exc.value).startswith(f"headroom {name}: ")
+    assert "policy" not in str(exc.value)
+    assert exc.value.code == "invalid-headroom"
+    assert isinstance(exc.value, PolicyError)  # callers catching PolicyError still catch it
     assert repr(value) in str(exc.value) or str(value) in str(exc.value)
+
+
+# A name no pod can request, and the name it most likely stands for (issue 24).
+NICKNAMES = [("gpu", "nvidia.com/gpu"), ("GPU", "nvidia.com/gpu"), ("tpu", "google.com/tpu"),
+             ("gaudi", "habana.ai/gaudi"), ("i915", "gpu.intel.com/i915"), ("Memory", "memory"),
+             ("memroy", "memory"), ("requests.nvidia.com/gpu", "nvidia.com/gpu"), ("cpu ", "cpu")]
+
+
+@pytest.mark.parametrize(("name", "likely"), NICKNAMES)
+def test_unknown_headroom_name_is_refused_with_the_likely_name(name: str, likely: str) -> None:
+    with pytest.raises(HeadroomError) as exc:
+        diffing.analyze(dump(LLM), dump(BUMP), headroom={name: 4})
+    assert str(exc.value).endswith(f"did you mean {likely}?"), str(exc.value)
+
+
+def test_unknown_headroom_name_without_a_likely_one_says_how_to_count_it() -> None:
+    with pytest.raises(HeadroomError, match="list it under the policy's accelerators"):
+        diffing.analyze(dump(LLM), dump(BUMP), headroom={"widgets": 4})
+    # a device the policy names is taken as it is, and may be the likely name of a typo
+    policy = {"accelerators": ["widgets"]}
+    assert diffing.analyze(dump(LLM), dump(BUMP), headroom={"widgets": 4}, policy=policy).decision == "hold"
+    with pytest.raises(HeadroomError, match="did you mean widgets"):
+        diffing.analyze(dump(LLM), dump(BUMP), headroom={"widget": 4}, policy=policy)
+
+
+def test_unknown_threshold_name_is_a_policy_error_with_the_likely_name() -> None:
+    with pytest.raises(PolicyError, match=r"^policy thresholds\.gpu: .*did you mean nvidia\.com/gpu\?$"):
+        diffing.analyze("", dump(LLM), policy={"thresholds": {"gpu": 1}})
+
+
+def test_cli_unknown_headroom_name_exits_2_with_the_likely_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["analyze", "/dev/null", "/dev/null", "--headroom", "gpu=4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rayservice-impact: --headroom 'gpu=4': ")
+    assert err.rstrip().endswith("did you mean nvidia.com/gpu?")
+    assert "policy" not in err
 
 
 @pytest.mark.parametrize(("name", "value", "message"), BAD[:7], ids=[f"{n}={v!r}" for n, v, _ in BAD[:7]])
@@ -85,7 +126,7 @@ def test_http_api_answers_422_for_the_same_error() -> None:
         diffing.analyze("", "", headroom={"nvidia.com/gpu": -1})
     status, body, _ = error_for(exc.value)
     assert status == 422
-    assert body["error"]["code"] == "invalid-policy"
+    assert body["error"]["code"] == "invalid-headroom"
     assert "'-1'" in body["error"]["message"] or "-1 is negative" in body["error"]["message"]
 
 

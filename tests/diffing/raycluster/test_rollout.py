@@ -40,3 +40,27 @@ def test_cluster_managed_elsewhere_is_neither_built_nor_torn_down(created: bool)
     res = one(None, kueue) if created else one(kueue, None)
     assert res["rollout"] == "none" and "managedBy" in res["reasons"][0]
     assert res["capacity"]["extra"] == {}
+
+
+def test_head_only_change_says_when_it_takes_effect_RCC_1025_1055() -> None:
+    head = lambda o: spec(o)["headGroupSpec"]["template"]["spec"]["containers"][0].update(  # noqa: E731
+        env=[{"name": "X", "value": "1"}])
+    res = one(BASE, variant(head))
+    assert res["rollout"] == "latent"
+    assert "only the head pod" in res["reasons"][0]
+    assert "a scale-up never rebuilds the head" in res["reasons"][0]
+
+
+def test_mixed_change_notes_the_head_part() -> None:
+    head = spec(BASE)["headGroupSpec"]["template"]["spec"]["containers"][0]
+    both = variant(lambda o: spec(o)["headGroupSpec"]["template"]["spec"]["containers"][0].update(
+        image=head["image"] + "-x"),
+        lambda o: gpu(o)["template"]["spec"]["containers"][0].update(image="x:1"))
+    res = one(BASE, both)
+    assert res["rollout"] == "latent"
+    assert any("the head's change waits for a new head pod" in r for r in res["reasons"])
+
+
+def test_worker_only_change_has_no_head_note() -> None:
+    res = one(BASE, variant(lambda o: gpu(o)["template"]["spec"]["containers"][0].update(image="x:1")))
+    assert not any("head pod" in r for r in res["reasons"])

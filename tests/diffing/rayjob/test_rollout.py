@@ -81,3 +81,20 @@ def test_waiting_job_leaving_interactive_mode_fails_status_validation_VAL_527_52
     r = _update(_spec(submissionMode="HTTPMode"), INTERACTIVE)
     assert (r.rollout, r.decision) == ("not-applied", "hold")
     assert _codes(r)["rayjob-status-invalid"] == "error"
+
+
+# A K8sJobMode submitter that sets its own command never runs KubeRay's submit command
+# (RJC:641-647): KubeRay's light-weight-submitter sample, a disagreement with its reconciler.
+OWN_COMMAND = _spec(submitterPodTemplate={"spec": {"restartPolicy": "Never", "containers": [
+    {"name": "submitter", "image": "quay.io/kuberay/submitter:v1.5.1", "command": ["/submitter"]}]}})
+
+
+def test_own_submitter_command_ignores_the_entrypoint() -> None:
+    r = _update(_spec(entrypoint="python other.py"), OWN_COMMAND)
+    assert (r.rollout, r.decision) == ("none", "approve")
+
+
+def test_own_submitter_command_still_takes_a_new_submitter_template() -> None:
+    r = _update(lambda j: j["spec"]["submitterPodTemplate"]["spec"]["containers"][0].update(
+        image="quay.io/kuberay/submitter:v1.6.0"), OWN_COMMAND)
+    assert r.rollout == "next-run"

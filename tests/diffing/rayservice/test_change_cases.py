@@ -86,18 +86,23 @@ ENV2 = [lambda o: worker_container(o).__setitem__("env", [{"name": "A", "value":
                                                           {"name": "B", "value": "2"}])]
 
 CASES = [
+    # Without autoscaling nothing owns the replica fields: operator-ignored, never autoscaler-owned.
     Case("01-replicas-autoscaling-off", NRS, [lambda o: group(o).__setitem__("replicas", 4)],
-         "not-applied", "hold", {"autoscaler-owned"}, {}, {"autoscaler-owned-not-propagated"}),
+         "not-applied", "hold", {"operator-ignored"}, {}, {"not-applied"}),
+    Case("01b-replicas-autoscaling-on", NRS, [lambda o: group(o).__setitem__("replicas", 4)],
+         "none", "ignore-differences", {"autoscaler-owned"}, before=[autoscaling]),
     Case("02-minreplicas", NRS, [lambda o: group(o).__setitem__("minReplicas", 2)],
-         "not-applied", "hold", {"autoscaler-owned"}),
+         "not-applied", "hold", {"operator-ignored"}, {}, {"not-applied"}),
     Case("02b-maxreplicas-autoscaling-on", NRS, [lambda o: group(o).__setitem__("maxReplicas", 9)],
          "not-applied", "hold", {"autoscaler-owned"}, before=[autoscaling]),
     Case("03-append-group", NRS, [extra_group()], "cluster-in-place", "approve",
-         {"worker-group-appended"}, {}, {"append-resets-replicas"}),
+         {"worker-group-appended"}, {}),
+    Case("03c-append-group-autoscaling", NRS, [extra_group()], "cluster-in-place", "approve",
+         {"worker-group-appended"}, {}, {"append-resets-replicas"}, before=[autoscaling]),
     Case("03b-append-gpu-group", NRS, [extra_group(gpus=2)], "cluster-in-place", "approve",
          {"worker-group-appended"}, {"nvidia.com/gpu": 2}),
     Case("04-append-and-replicas", NRS, [extra_group(), lambda o: group(o).__setitem__("replicas", 3)],
-         "cluster-in-place", "approve", {"worker-group-appended", "autoscaler-owned"}),
+         "cluster-in-place", "approve", {"worker-group-appended", "operator-ignored"}),
     Case("05-append-and-image", SD, [extra_group(), image("rayproject/ray-ml:2.47.0-gpu")],
          "new-cluster", "hold", {"cluster-recreate"}, {"nvidia.com/gpu": 1}),
     Case("06-remove-last-group", NRS, [lambda o: rcc(o)["workerGroupSpecs"].pop()], "new-cluster", "approve",
@@ -254,7 +259,7 @@ CASES = [
          "approve", {"cluster-recreate"}, {}),
     Case("57-workers-to-delete", NRS, [lambda o: group(o).__setitem__("scaleStrategy",
                                                                       {"workersToDelete": ["w-1"]})],
-         "not-applied", "hold", {"autoscaler-owned"}),
+         "not-applied", "hold", {"operator-ignored"}),
     Case("57b-workers-to-delete-autoscaling", NRS, [lambda o: group(o).__setitem__(
         "scaleStrategy", {"workersToDelete": ["w-1"]})], "none", "ignore-differences", {"autoscaler-owned"},
          before=[autoscaling]),
@@ -293,3 +298,20 @@ def test_semantics_case(case: Case) -> None:
         assert acc == case.accelerators
     assert case.findings <= got_codes, r["findings"]
     assert r["reasons"] and all(len(reason) > 20 for reason in r["reasons"])
+
+
+AUTOSCALER_WORDS = ("autoscaler-owned", "append-resets-replicas")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_autoscaler_words_only_with_autoscaling(case: Case) -> None:
+    """`autoscaler-owned` (a category, a finding code) and `append-resets-replicas` name what the Ray
+    autoscaler does: they appear only when in-tree autoscaling is on (issue 24)."""
+    base = edited(sample(case.base), *case.before)
+    after = edited(base, *case.after)
+    on = any(rcc(o).get("enableInTreeAutoscaling") is True for o in (base, after))
+    r = run(case)
+    words = {c["category"] for c in r["changes"]} | {f["code"] for f in r["findings"]}
+    used = {w for w in words if w.startswith(AUTOSCALER_WORDS)}
+    if not on:
+        assert used == set(), (case.id, used)

@@ -1,0 +1,77 @@
+"""A repository's own settings for its pull requests' comment: ``.github/rayservice-impact.yml``.
+
+    comment: on-change   # always (the default) | on-change | on-hold
+
+read at the base revision a pull request is compared with (what runs now: a pull request cannot
+change how it is itself commented on), by the webhook service through the contents API and by
+the Action from its checkout. A missing file is the default; a file that cannot be read or holds
+anything else is the default too, and the comment says what is wrong with it (a setting that
+silences the comment must never do so by mistake).
+
+* ``always``: the comment is created for every pull request with something to report and
+  rewritten on every run (as before the setting existed).
+* ``on-change``: no comment for a pull request that touches no RayService, RayCluster, RayJob or
+  RayCronJob (unless it holds or fails: a root that did not render); once there, the report in it
+  is rewritten only when the verdict or a number changes (the hidden stamps still follow each
+  head, for ``/rayservice-impact approve``).
+* ``on-hold``: as ``on-change``, and no comment until a run holds (or fails); one already there is
+  kept up to date, so a hold that clears says so.
+
+The status and the check run report every run, whatever the mode.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import yaml
+
+from app.clients.github import GitHubClient, GitHubError, GitHubNotFound
+
+log = logging.getLogger(__name__)
+
+PATH = ".github/rayservice-impact.yml"
+MODES = ("always", "on-change", "on-hold")
+ALWAYS = "always"
+MAX_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RepoConfig:
+    comment: str = ALWAYS
+    problem: str = ""   # what is wrong with the file, said in the comment ("" when nothing is)
+
+
+def parse_config(text: str | bytes) -> RepoConfig:
+    """The settings in the file's text; the default with a ``problem`` when they are unusable."""
+    if len(text) > MAX_BYTES:
+        return RepoConfig(problem=f"`{PATH}` is larger than {MAX_BYTES} bytes; commenting `always`")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        return RepoConfig(problem=f"`{PATH}` is not valid YAML{where}; commenting `always`")
+    if data is None:
+        return RepoConfig()
+    if not isinstance(data, dict) or set(data) - {"comment"}:
+        keys = ", ".join(sorted(map(str, data))) if isinstance(data, dict) else type(data).__name__
+        return RepoConfig(problem=f"`{PATH}` may only set `comment` (found {keys}); commenting `always`")
+    mode = data.get("comment", ALWAYS)
+    if mode not in MODES:
+        return RepoConfig(problem=f"`{PATH}`: `comment` must be one of {', '.join(MODES)}, not "
+                                  f"`{str(mode)[:40]}`; commenting `always`")
+    return RepoConfig(str(mode))
+
+
+async def read_config(gh: GitHubClient, owner: str, repo: str, ref: str) -> RepoConfig:
+    """The repository's settings at ``ref`` (one ``GET contents``). GitHub failing to answer is
+    the default, logged, never a failed run."""
+    try:
+        return parse_config(await gh.file_bytes(owner, repo, PATH, ref, retry_404=False))
+    except GitHubNotFound:
+        return RepoConfig()
+    except GitHubError as exc:
+        log.warning("%s/%s: %s not read at %s (%s); commenting always", owner, repo, PATH, ref[:12], exc)
+        return RepoConfig()
