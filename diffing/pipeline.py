@@ -220,6 +220,26 @@ class Analysis:
     def settle(self) -> None:
         """After the rollout: what overrides it (an invalid new object, ``managedBy``)."""
 
+    def refuse_new(self) -> bool:
+        """A new object the API server or the operator's validation refuses is ``not-applied``."""
+        if self.after is not None and self.before is None and (self.schema_errors or self.problems):
+            self.rollout = Rollout.NOT_APPLIED
+            return True
+        return False
+
+    def leave_to_manager(self, cite: str = "") -> bool:
+        """A created or deleted object ``managedBy`` another controller: this operator builds and
+        deletes nothing of it (``none``)."""
+        if self.rollout not in (Rollout.CREATE, Rollout.DELETE):
+            return False
+        manager = external_manager(self.a_def if self.rollout == Rollout.CREATE else self.b_def)
+        if manager is None:
+            return False
+        self.reasons[:] = [f"spec.managedBy is {manager}: this KubeRay operator never reconciles the "
+                           f"{self.kind}{f' ({cite})' if cite else ''}; it builds and deletes nothing here"]
+        self.rollout = Rollout.NONE
+        return True
+
     def size(self) -> Capacity:
         """Stage 4: the capacity the rollout needs."""
         raise NotImplementedError

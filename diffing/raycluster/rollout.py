@@ -258,13 +258,7 @@ def _moved(a: RayClusterAnalysis) -> str:
 def settle(a: RayClusterAnalysis) -> None:
     """A new RayCluster the API server or KubeRay refuses builds nothing (``not-applied``); one
     that ``managedBy`` gives another controller is neither built nor torn down here (``none``)."""
-    if a.rollout == Rollout.CREATE and (a.schema_errors or a.problems):
-        a.rollout = Rollout.NOT_APPLIED
+    if a.refuse_new():
         a.reasons[:] = ["the API server rejects the manifest: nothing of it is stored" if a.schema_errors
                         else NEVER_BUILT]
-    if a.rollout in (Rollout.CREATE, Rollout.DELETE):
-        manager = external_manager(a.a_def if a.rollout == Rollout.CREATE else a.b_def)
-        if manager:
-            a.reasons[:] = [f"spec.managedBy is {manager}: this KubeRay operator never reconciles the "
-                            "RayCluster (RCC:158-161); it builds and deletes nothing here"]
-            a.rollout = Rollout.NONE
+    a.leave_to_manager("RCC:158-161")

@@ -96,8 +96,7 @@ def updated(a: RayCronJobAnalysis) -> Rollout:
 
 def settle(a: RayCronJobAnalysis) -> None:
     """What overrides the rollout: a new object the API server or KubeRay rejects; a gate that is off."""
-    if a.after is not None and a.before is None and (a.schema_errors or a.problems):
-        a.rollout = Rollout.NOT_APPLIED
+    if a.refuse_new():
         a.reasons[:] = []  # the creation's story does not happen
     if not a.gate_on and a.after is not None and not a.schema_errors and a.action != Action.UNCHANGED:
         a.reasons[:] = [GATE_OFF + ("; turning it on later starts the schedule from the object's creation "

@@ -86,14 +86,8 @@ def updated(a: RayJobAnalysis) -> Rollout:
 
 def settle(a: RayJobAnalysis) -> None:
     """What overrides the rollout: a new object the API server or KubeRay rejects, ``managedBy``."""
-    if a.after is not None and a.before is None and (a.schema_errors or a.problems):
-        a.rollout = Rollout.NOT_APPLIED
-    if a.rollout in (Rollout.CREATE, Rollout.DELETE):
-        manager = external_manager(a.a_def if a.rollout == Rollout.CREATE else a.b_def)
-        if manager:
-            a.reasons[:] = [f"spec.managedBy is {manager}: this KubeRay operator never reconciles the RayJob "
-                            "(RJC:107-110); it builds and deletes nothing here"]
-            a.rollout = Rollout.NONE
+    a.refuse_new()
+    a.leave_to_manager("RJC:107-110")
     if a.rollout == Rollout.NOT_APPLIED:
         a.reasons.append("the API server rejects the manifest: nothing of it is stored" if a.schema_errors
                          else "KubeRay marks the RayJob ValidationFailed and does nothing more with it; "

@@ -277,8 +277,7 @@ STEPS: tuple[Step, ...] = (_rejected, _managed, _invalid, _suspend, _taken_over,
 def settle(a: RayServiceAnalysis) -> None:
     """A created RayService the API server or KubeRay rejects is ``not-applied``; then
     :func:`lifecycle`."""
-    if a.after is not None and a.before is None and (a.schema_errors or a.problems):
-        a.rollout = Rollout.NOT_APPLIED
+    a.refuse_new()
     lifecycle(a)
 
 
@@ -289,14 +288,9 @@ def lifecycle(a: RayServiceAnalysis) -> None:
     (``none``). Created with ``spec.suspend: true`` (v1.7): ``handleSuspend`` moves it straight
     to Suspended and no RayCluster is built; the rollout stays ``create`` with no capacity.
     """
-    if a.rollout not in (Rollout.CREATE, Rollout.DELETE):
+    if a.leave_to_manager():
         return
-    manager = external_manager(a.a_def if a.rollout == Rollout.CREATE else a.b_def)
-    if manager is not None:
-        a.reasons[:] = [f"spec.managedBy is {manager}: this KubeRay operator never reconciles the "
-                        "RayService; it builds and deletes nothing in this cluster"]
-        a.rollout = Rollout.NONE
-    elif a.rollout == Rollout.CREATE and a.rules.has_rayservice_suspend and is_true(
+    if a.rollout == Rollout.CREATE and a.rules.has_rayservice_suspend and is_true(
             a.a_spec.get("suspend")):
         a.reasons[:] = ["the RayService is created with spec.suspend: true: KubeRay builds no "
                         "RayCluster until spec.suspend turns false (then one at full size)"]
