@@ -521,7 +521,7 @@ def test_raycluster_stale_observed_generation_is_not_progressing() -> None:
 
 
 def test_raycluster_suspend_lifecycle() -> None:
-    # calculateStatus's suspend switch (raycluster_controller.go:2066-2116).
+    # calculateStatus's suspend switch (raycluster_controller.go:2064-2116).
     running = cluster(UP, PROVISIONED)
     assert health("RayCluster", rc(running, suspend=True))[0] == "Progressing"
     suspending = cluster(UP, PROVISIONED)

@@ -14,7 +14,7 @@
 --   upgradeStrategy None) leaves observedGeneration behind for good: comparing it would report
 --   Progressing forever.
 -- * status.state "ready" alone while conditions exist: once set it is never cleared
---   (raycluster_controller.go:2016-2021), so it cannot show a head pod that later fails.
+--   (raycluster_controller.go:2017-2021), so it cannot show a head pod that later fails.
 -- * spec validation: an invalid RayCluster gets an event and no status
 --   (raycluster_controller.go:165-210); here it stays "Waiting for the KubeRay operator".
 
@@ -71,7 +71,7 @@ local head = find_condition(conditions, "HeadPodReady")
 local provisioned = find_condition(conditions, "RayClusterProvisioned")
 
 -- spec.suspend (raycluster_types.go:21-24): RayClusterSuspending, then RayClusterSuspended once
--- no pod is left, and state "suspended" (raycluster_controller.go:2066-2116). Suspending completes
+-- no pod is left, and state "suspended" (raycluster_controller.go:2064-2116). Suspending completes
 -- even if suspend is set back to false.
 if is_true(suspended) or (suspended == nil and status.state == "suspended") then
   if spec.suspend == true then
@@ -126,7 +126,7 @@ if head ~= nil or provisioned ~= nil then
     return hs
   end
 elseif status.state ~= "ready" then
-  -- Without conditions only state tells: "ready" once every pod runs (raycluster_controller.go:2016-2021).
+  -- Without conditions only state tells: "ready" once every pod runs (raycluster_controller.go:2017-2021).
   hs.status = "Progressing"
   hs.message = "Waiting for all Ray pods to run (state " .. text(status.state) .. ")"
   return hs
@@ -142,5 +142,6 @@ if ready_workers < desired_workers then
 end
 
 hs.status = "Healthy"
-hs.message = "Head pod ready, " .. text(ready_workers) .. " of " .. text(desired_workers) .. " worker pods ready"
+hs.message = "Head pod ready, " .. text(ready_workers) .. " of " .. text(desired_workers)
+  .. " worker pods ready"
 return hs

@@ -49,7 +49,7 @@ if deployment == "ValidationFailed" then
 end
 
 -- Failed is final: when spec.backoffLimit allows another attempt the same status update says
--- Retrying instead (rayjob_controller.go:527-557). reason is a JobFailedReason (rayjob_types.go:67-78).
+-- Retrying instead (rayjob_controller.go:518-557). reason is a JobFailedReason (rayjob_types.go:67-78).
 if deployment == "Failed" then
   hs.status = "Degraded"
   hs.message = with_message("RayJob failed (" .. text(status.reason) .. ")", status)
@@ -64,7 +64,8 @@ if deployment == "Complete" then
     hs.message = "Ray job " .. text(status.jobId) .. " succeeded"
   else
     hs.status = "Degraded"
-    hs.message = with_message("Ray job " .. text(status.jobId) .. " ended " .. job .. " without succeeding", status)
+    local msg = "Ray job " .. text(status.jobId) .. " ended " .. job .. " without succeeding"
+    hs.message = with_message(msg, status)
   end
   return hs
 end
@@ -101,7 +102,8 @@ end
 if deployment == "Waiting" then
   -- InteractiveMode: the operator waits for spec.jobId (rayjob_controller.go:237-248).
   hs.status = "Progressing"
-  hs.message = "Waiting for a job to be submitted to RayCluster " .. cluster .. " (InteractiveMode: set spec.jobId)"
+  hs.message = "Waiting for a job to be submitted to RayCluster " .. cluster
+    .. " (InteractiveMode: set spec.jobId)"
   return hs
 end
 

@@ -121,7 +121,7 @@ end
 -- ray.io/initializing-timeout fired: terminal. The operator deletes the RayClusters and never
 -- retries; only deleting and recreating the RayService recovers (rayservice_controller.go:184-197,
 -- 2229-2275). It fires only while Ready is False/Initializing, i.e. before the RayService first
--- serves, never during an upgrade of a serving RayService (rayservice_controller.go:2242-2245).
+-- serves, never during an upgrade of a serving RayService (rayservice_controller.go:2244-2247).
 if ready ~= nil and ready.status == "False" and ready.reason == "InitializingTimeout" then
   hs.status = "Degraded"
   hs.message = "Initialization timed out (ray.io/initializing-timeout); the operator deleted the "
@@ -129,7 +129,7 @@ if ready ~= nil and ready.status == "False" and ready.reason == "InitializingTim
   return hs
 end
 
--- spec.suspend (rayservice_types.go:124-128): Suspending, then Suspended, set only by handleSuspend
+-- spec.suspend (rayservice_types.go:125-129): Suspending, then Suspended, set only by handleSuspend
 -- (rayservice_controller.go:383-462). Suspending completes even if suspend is set back to false.
 if is_true(suspended) then
   if spec.suspend == true then
@@ -153,7 +153,7 @@ if spec.suspend == true then
 end
 
 -- calculateStatus stamps observedGeneration on every pass (rayservice_controller.go:653) and the
--- conditions carry it, so the status is written (utils/consistency.go:101-103): an older value
+-- conditions carry it, so the status is written (utils/consistency.go:100-102): an older value
 -- means the operator has not yet acted on the current spec.
 local generation = tonumber(meta.generation)
 local observed = tonumber(status.observedGeneration)
@@ -186,7 +186,7 @@ if pending_name ~= "" then
 end
 
 -- RollbackInProgress: an incremental upgrade whose target went back to the running cluster's
--- spec; traffic moves back to the active cluster (rayservice_controller.go:700-716).
+-- spec; traffic moves back to the active cluster (rayservice_controller.go:701-716).
 if is_true(rolling_back) then
   hs.status = "Progressing"
   hs.message = "Rolling back the upgrade: traffic is moving back to " .. active_name .. detail(rolling_back)
@@ -237,7 +237,9 @@ end
 -- Ready=False/Initializing: first start (or resume) not finished (rayservice_controller.go:789-792).
 if ready ~= nil and ready.reason == "Initializing" then
   local msg = "Initializing"
-  if pending_name ~= "" then msg = msg .. ": waiting for RayCluster " .. pending_name .. " and its Serve applications" end
+  if pending_name ~= "" then
+    msg = msg .. ": waiting for RayCluster " .. pending_name .. " and its Serve applications"
+  end
   local annotations = meta.annotations or {}
   local timeout = annotations["ray.io/initializing-timeout"]
   if timeout ~= nil and timeout ~= "" then
