@@ -78,6 +78,10 @@ TOOLS = {
                  "-X helm.sh/helm/v4/internal/version.gitTreeState=clean"),
     "kustomize": Tool("kustomize", "sigs.k8s.io/kustomize/kustomize/v5", "sigs.k8s.io/kustomize/kustomize/v5",
                       "-w -s"),
+    # Not an upstream program: tools/go/argocd-lua/main.go runs an Argo CD health script in gopher-lua
+    # (the Lua VM Argo CD embeds) with Argo CD's library set (tests/deploy/test_argocd_health_gopher.py).
+    "argocd-lua": Tool("argocd-lua", "github.com/yuin/gopher-lua", "rayservice-impact/tools/argocd-lua",
+                       "-w -s"),
 }
 
 
@@ -103,7 +107,7 @@ def binary_path(tool: Tool, go_version: str) -> str:
 
 
 def build(name: str, log: list[str] | None = None) -> str:
-    """The path of the built ``name`` (``helm`` or ``kustomize``), built when missing.
+    """The path of the built ``name`` (a key of :data:`TOOLS`), built when missing.
 
     Raises :class:`Unavailable` when it cannot be built here, RuntimeError when the build fails.
     """
