@@ -6,9 +6,9 @@ import base64
 import json
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
 
 from diffing import record
+from diffing.hints import Any
 from diffing.kube.diff import Differ, Difference
 from diffing.kube.gojson import ABSENT, OMIT, GoTypes, TypeDesc, same_encoding, struct
 from diffing.kube.manifests import Manifest

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from typing import TYPE_CHECKING
 
+from diffing.hints import TYPE_CHECKING
 from diffing.record import Record, set_field
 
 if TYPE_CHECKING:  # the registry imports no kind: each kind's modules may read it

@@ -19,11 +19,11 @@ import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, ClassVar
 
 from diffing.engine import Engine
 from diffing.environments import rank as environment_rank
 from diffing.errors import ManifestError
+from diffing.hints import Any, ClassVar
 from diffing.holds import (
     NOT_APPLIED_HOLD,
     NOT_APPLIED_WARN,

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any
 
 from diffing.errors import HeadroomError, PolicyError
+from diffing.hints import Any
 from diffing.kube.quantity import Quantity, QuantityError
 from diffing.kube.resources import family, is_accelerator, is_extended, is_known_accelerator
 from diffing.record import Record, set_field
@@ -293,6 +292,8 @@ def likely_resource(name: str, known: Iterable[str] = ()) -> str:
     if low in _NICKNAMES:
         return _NICKNAMES[low]
     names = [*_KNOWN_NAMES, *known]
+    import difflib  # only for a name no resource has: its import is not free
+
     close = difflib.get_close_matches(low, names, n=1, cutoff=0.75)
     if close:
         return close[0]

@@ -20,11 +20,15 @@ beyond the floor (bench/bench_cli_start.py). A :class:`Record` behaves as such a
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, ClassVar, TypeVar
+
+from diffing.hints import TYPE_CHECKING, Any, ClassVar
 
 __all__ = ["Record", "replace", "set_field"]
 
-R = TypeVar("R", bound="Record")
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    R = TypeVar("R", bound="Record")
 
 set_field = object.__setattr__  # how a Record's __init__ writes its fields
 

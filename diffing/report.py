@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from diffing.hints import Any
 from diffing.kube.gojson import ABSENT, OMIT
 from diffing.kube.paths import Path, format_path
 from diffing.record import Record, set_field

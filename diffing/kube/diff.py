@@ -9,8 +9,7 @@ value on both sides goes through the API server's defaulting and Go's JSON encod
 
 from __future__ import annotations
 
-from typing import Any
-
+from diffing.hints import Any
 from diffing.kube.gojson import ABSENT, OMIT, GoTypes, TypeDesc
 from diffing.kube.paths import Key, Path
 from diffing.kube.schema import Schema, SchemaSet

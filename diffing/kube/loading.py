@@ -15,11 +15,11 @@ import math
 import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import yaml
 
 from diffing.errors import ManifestError
+from diffing.hints import Any
 from diffing.kube.paths import Key, Path, format_path
 from diffing.record import Record, set_field
 

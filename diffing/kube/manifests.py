@@ -8,9 +8,9 @@ not the user's, and is left with the other kinds, to be named as not analysed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from diffing.errors import ManifestError
+from diffing.hints import Any
 from diffing.kinds import NAMES, ORDER
 from diffing.kube.loading import Document, Limits, load_documents
 from diffing.kube.paths import Path

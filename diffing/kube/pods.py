@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube import names
 from diffing.kube.paths import Key, Path
 from diffing.kube.quantity import Quantity, QuantityError, QuantityOutOfRange

@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube.pods import is_extended
 from diffing.kube.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, format_amount
 from diffing.kube.values import dig, mapping, seq

@@ -12,8 +12,8 @@ import json
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube.paths import Path
 from diffing.kube.values import mapping
 from diffing.record import Record, set_field

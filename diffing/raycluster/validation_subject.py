@@ -9,8 +9,8 @@ ones they mirror (``utils/util.go`` at v1.7.0).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube.paths import Key, Path
 from diffing.kube.values import mapping, seq
 from diffing.record import Record, set_field

@@ -10,10 +10,10 @@ KubeRay v1.7.0, ``ray-operator/controllers/ray/rayservice_controller.go`` unless
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
 
 from diffing import record
 from diffing.engine import RCC
+from diffing.hints import TYPE_CHECKING, Any
 from diffing.kube.gojson import ABSENT
 from diffing.kube.paths import Key, format_path, schema_path
 from diffing.kube.values import dig

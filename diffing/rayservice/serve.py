@@ -10,9 +10,9 @@ to Serve.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from diffing.errors import ManifestError
+from diffing.hints import Any
 from diffing.kube.gojson import ABSENT
 from diffing.kube.loading import Limits, load_value
 from diffing.kube.paths import Key, Path
