@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 import diffing
 from diffing.errors import DiffingError, ManifestError
+from diffing.hints import Any
 from diffing.kinds import NAMES_TEXT
 
 from .files import InputFileError, read_policy, read_text
@@ -95,8 +95,41 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` gives it ($COLUMNS, else the
+    terminal of standard output, else 80), without importing shutil (with bz2, lzma and zlib):
+    argparse's help formatter imports it for every parser it builds, help asked or not."""
+    import os
+
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _columns() - 2 if width is None else width)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose help formatter (and its subcommands') is :class:`_HelpFormatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rayservice-impact",
         description=f"Predict what the KubeRay operator does with a {NAMES_TEXT} change, "
                     "and what it costs.")

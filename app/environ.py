@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+
+from diffing.hints import Any
 
 PREFIX = "RAYSERVICE_IMPACT_"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import Any
 
 from diffing.errors import ManifestError, PolicyError
+from diffing.hints import Any
 from diffing.kube.loading import load_value
 from diffing.kube.scope import decode
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 import diffing
+from diffing.hints import Any
 from diffing.vocab import ExitCode
 
 EXIT_OK = int(ExitCode.OK)              # approve or ignore-differences (and --help, --version)

@@ -12,8 +12,10 @@ Each row is a whole process, as CI and pre-commit hooks start it:
 * **floor** (= 1.00): ``python -c "import yaml; [list(yaml.load_all(open(f),
   Loader=yaml.CSafeLoader)) for f in (BEFORE, AFTER)]"``: what any Python tool that reads the two
   files pays;
-* **CLI**: ``rayservice-impact analyze BEFORE AFTER`` (the console script beside this Python, else
-  ``python -m app``), its JSON report thrown away (the pair's answer is a hold: exit code 3).
+* **CLI**: ``rayservice-impact analyze BEFORE AFTER``: the console script beside this Python when
+  it loads this checkout's code, else that script's body run in this checkout (an editable
+  install of another copy would time that copy); its JSON report thrown away (the pair's answer
+  is a hold: exit code 3).
 
 Timer: ``hyperfine`` when it is on PATH (``apt-get install hyperfine``; ``-N``, no shell in
 between; each command's runs in one block, so a slow moment of the machine lands on one row), else
@@ -54,17 +56,36 @@ SAMPLE = ROOT / "samples" / "gpu-image-bump"
 TARGET = 2.0
 
 
+# What pip's console script runs (its sys.argv[0] tidying aside).
+_CONSOLE_SCRIPT = "import sys; from app.cli import main; sys.exit(main())"
+
+
+def _imports_this_checkout(script: Path) -> bool:
+    """Whether the console script beside this Python loads this checkout's ``app``."""
+    first = script.read_text(errors="replace").splitlines()[:1]
+    python = first[0][2:].strip() if first and first[0].startswith("#!") else sys.executable
+    proc = subprocess.run([python, "-c", "import app; print(app.__file__)"], capture_output=True,
+                          text=True, cwd="/", env=child_env())
+    return proc.returncode == 0 and Path(proc.stdout.strip()).resolve().is_relative_to(ROOT)
+
+
 def commands(before: Path, after: Path) -> list[tuple[str, list[str], int]]:
     """(label, argv, expected exit code) of each row; the floor is the second."""
     py = sys.executable
     script = Path(py).with_name("rayservice-impact")
-    cli = [str(script)] if script.is_file() else [py, "-m", "app"]
+    if script.is_file() and _imports_this_checkout(script):
+        cli, name = [str(script)], script.name
+    else:
+        # The console script's own body, run in this checkout (cwd first on sys.path): a script
+        # installed from another copy (an editable install of another worktree) would time that
+        # copy's code, and ``python -m app`` adds runpy, which the console script does not load.
+        cli, name = [py, "-c", _CONSOLE_SCRIPT], "app.cli (checkout)"
     floor = ("import yaml; [list(yaml.load_all(open(f), Loader=yaml.CSafeLoader)) "
              f"for f in ({str(before)!r}, {str(after)!r})]")
     return [
         ("python -c pass", [py, "-c", "pass"], 0),
         ("floor: import yaml + parse", [py, "-c", floor], 0),
-        (f"CLI: {Path(cli[-1]).name if len(cli) == 1 else 'python -m app'} analyze",
+        (f"CLI: {name} analyze",
          [*cli, "analyze", str(before), str(after)], 3),
     ]
 

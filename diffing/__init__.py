@@ -11,10 +11,13 @@ The names below are imported on first use (issue 24): ``import diffing`` itself 
 and a caller pays only for what it reads (a JSON report never loads the markdown renderer).
 """
 
-import typing as _typing
 from importlib import import_module as _import_module
 
-if _typing.TYPE_CHECKING:
+_TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (diffing/hints.py)
+
+if _TYPE_CHECKING:
+    from typing import Any as _Any
+
     from diffing.errors import DiffingError, ManifestError, PolicyError, UnsupportedVersionError
     from diffing.kube.loading import Limits
     from diffing.kube.manifests import Source, live_objects, strip_server_fields
@@ -68,7 +71,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
+def __getattr__(name: str) -> "_Any":
     try:
         module, attr = _EXPORTS[name]
     except KeyError:

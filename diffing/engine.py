@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
 
+from diffing import record
+from diffing.hints import Any
 from diffing.kube.diff import Differ, Difference
 from diffing.kube.gojson import ABSENT, OMIT, GoTypes, TypeDesc, same_encoding, struct
 from diffing.kube.manifests import Manifest
@@ -143,7 +143,7 @@ def stored_view(schemas: SchemaSet, m: Manifest, spec_at: Callable[[str], Schema
         return m
     group = m.api_version.split("/", 1)[0]
     spec = schemas.prune(m.obj["spec"], spec_at(m.api_version))
-    return dataclasses.replace(m, obj={**m.obj, "apiVersion": f"{group}/{STORAGE_VERSION}", "spec": spec})
+    return record.replace(m, obj={**m.obj, "apiVersion": f"{group}/{STORAGE_VERSION}", "spec": spec})
 
 
 def envelope_differences(differ: Differ, b: Manifest, a: Manifest) -> list[Difference]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Protocol
+
+from diffing.hints import TYPE_CHECKING
 
 PROD = frozenset({"prod", "production", "prd", "live"})
 STAGING = frozenset({"staging", "stage", "stg", "preprod", "uat", "canary"})
@@ -20,12 +21,15 @@ DEV = frozenset({"dev", "development", "test", "testing", "qa", "sandbox", "ci",
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-class Placed(Protocol):
-    @property
-    def namespace(self) -> str: ...
+if TYPE_CHECKING:
+    from typing import Protocol
 
-    @property
-    def origin(self) -> str: ...
+    class Placed(Protocol):
+        @property
+        def namespace(self) -> str: ...
+
+        @property
+        def origin(self) -> str: ...
 
 
 def words(r: Placed) -> set[str]:

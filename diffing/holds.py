@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube import resources as cap
 from diffing.kube.manifests import Duplicate, Manifest
 from diffing.kube.paths import Path, format_path

@@ -10,19 +10,27 @@ docs/extending.md says how to add one.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+
+from diffing.hints import TYPE_CHECKING
+from diffing.record import Record, set_field
 
 if TYPE_CHECKING:  # the registry imports no kind: each kind's modules may read it
     from diffing.pipeline import Analysis
 
-@dataclass(frozen=True, slots=True)
-class Kind:
+class Kind(Record):
+    __slots__ = ("name", "package", "gate", "live")
+
     name: str                 # as in ``kind:``
     package: str              # diffing/<package>/
-    gate: str | None = None   # the feature gate its controller needs, if any (off: nothing runs)
-    live: bool = True         # app/live.py can read its live state (the live basis)
+    gate: str | None   # the feature gate its controller needs, if any (off: nothing runs)
+    live: bool         # app/live.py can read its live state (the live basis)
+
+    def __init__(self, name: str, package: str, gate: str | None = None, live: bool = True) -> None:
+        set_field(self, "name", name)
+        set_field(self, "package", package)
+        set_field(self, "gate", gate)
+        set_field(self, "live", live)
 
     @property
     def analysis(self) -> type[Analysis]:

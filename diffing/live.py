@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+
+from diffing.hints import Any
+from diffing.record import Record, set_field
 
 
-@dataclass(frozen=True, slots=True)
-class LiveCluster:
+class LiveCluster(Record):
     """The live state behind one RayService or standalone RayCluster.
 
     * ``active_cluster`` / ``pending_cluster``: RayCluster names from the RayService status;
@@ -20,17 +20,36 @@ class LiveCluster:
       ``rayClusterConfig`` beyond the muted fields (an earlier change never applied).
     """
 
-    active_cluster: str | None = None
-    pending_cluster: str | None = None
-    worker_replicas: Mapping[str, int] = field(default_factory=dict)
-    headroom: Mapping[str, Any] | None = None
-    divergence: tuple[str, ...] = ()
+    __slots__ = ("active_cluster", "pending_cluster", "worker_replicas", "headroom", "divergence",
+                 "head_hash", "head_kuberay_version", "group_pods", "cluster_spec")
+
+    active_cluster: str | None
+    pending_cluster: str | None
+    worker_replicas: Mapping[str, int]
+    headroom: Mapping[str, Any] | None
+    divergence: tuple[str, ...]
 
     # A standalone RayCluster (docs/semantics/raycluster.md §10): what its pods say.
-    head_hash: str | None = None  # the head pod's ray.io/upgrade-strategy-recreate-hash
-    head_kuberay_version: str | None = None  # the head pod's ray.io/kuberay-version
-    group_pods: Mapping[str, int] = field(default_factory=dict)  # worker pods per ray.io/group label
-    cluster_spec: Mapping[str, Any] | None = None  # the running RayCluster's spec, as the API serves it
+    head_hash: str | None  # the head pod's ray.io/upgrade-strategy-recreate-hash
+    head_kuberay_version: str | None  # the head pod's ray.io/kuberay-version
+    group_pods: Mapping[str, int]  # worker pods per ray.io/group label
+    cluster_spec: Mapping[str, Any] | None  # the running RayCluster's spec, as the API serves it
+
+    def __init__(self, active_cluster: str | None = None, pending_cluster: str | None = None,
+                 worker_replicas: Mapping[str, int] | None = None,
+                 headroom: Mapping[str, Any] | None = None, divergence: tuple[str, ...] = (),
+                 head_hash: str | None = None, head_kuberay_version: str | None = None,
+                 group_pods: Mapping[str, int] | None = None,
+                 cluster_spec: Mapping[str, Any] | None = None) -> None:
+        set_field(self, "active_cluster", active_cluster)
+        set_field(self, "pending_cluster", pending_cluster)
+        set_field(self, "worker_replicas", {} if worker_replicas is None else worker_replicas)
+        set_field(self, "headroom", headroom)
+        set_field(self, "divergence", divergence)
+        set_field(self, "head_hash", head_hash)
+        set_field(self, "head_kuberay_version", head_kuberay_version)
+        set_field(self, "group_pods", {} if group_pods is None else group_pods)
+        set_field(self, "cluster_spec", cluster_spec)
 
     @property
     def upgrade_in_progress(self) -> bool:

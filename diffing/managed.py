@@ -8,8 +8,8 @@ ManagedByExternalController; RayService since v1.6.0, RayCluster and RayJob earl
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube.values import mapping
 
 # utils/constant.go:368 KubeRayController.

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, ClassVar
 
 from diffing.engine import Engine
 from diffing.environments import rank as environment_rank
 from diffing.errors import ManifestError
+from diffing.hints import Any, ClassVar
 from diffing.holds import (
     NOT_APPLIED_HOLD,
     NOT_APPLIED_WARN,
@@ -54,6 +53,7 @@ from diffing.kube.values import dig
 from diffing.live import LiveCluster, live_key
 from diffing.managed import external_manager
 from diffing.policy import Policy, parse_headroom
+from diffing.record import Record, set_field
 from diffing.report import (
     APPROVE,
     HOLD,
@@ -71,19 +71,34 @@ from diffing.versions import DEFAULT, rules_for
 from diffing.vocab import NO_OP, Action, Rollout
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(Record):
     """One object to analyse: its two sides (``None``: absent) and what the caller knows."""
+
+    _fields = ("engine", "key", "before", "after", "headroom", "live", "argo_apps", "duplicates", "replacing")
 
     engine: Engine
     key: tuple[str, str]
     before: Manifest | None
     after: Manifest | None
-    headroom: Mapping[str, Fraction] | None = None
-    live: LiveCluster | None = None
-    argo_apps: Sequence[Any] = ()
-    duplicates: Sequence[Duplicate] = ()
-    replacing: Sequence[str] = ()  # the objects the same change deletes (:func:`replaced_by`)
+    headroom: Mapping[str, Fraction] | None
+    live: LiveCluster | None
+    argo_apps: Sequence[Any]
+    duplicates: Sequence[Duplicate]
+    replacing: Sequence[str]  # the objects the same change deletes (:func:`replaced_by`)
+
+    def __init__(self, engine: Engine, key: tuple[str, str], before: Manifest | None,
+                 after: Manifest | None, headroom: Mapping[str, Fraction] | None = None,
+                 live: LiveCluster | None = None, argo_apps: Sequence[Any] = (),
+                 duplicates: Sequence[Duplicate] = (), replacing: Sequence[str] = ()) -> None:
+        set_field(self, "engine", engine)
+        set_field(self, "key", key)
+        set_field(self, "before", before)
+        set_field(self, "after", after)
+        set_field(self, "headroom", headroom)
+        set_field(self, "live", live)
+        set_field(self, "argo_apps", argo_apps)
+        set_field(self, "duplicates", duplicates)
+        set_field(self, "replacing", replacing)
 
 
 class Analysis:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
 from diffing.errors import HeadroomError, PolicyError
+from diffing.hints import Any
 from diffing.kube.quantity import Quantity, QuantityError
 from diffing.kube.resources import family, is_accelerator, is_extended, is_known_accelerator
+from diffing.record import Record, set_field
 
 HOLD_ON_RECREATE = ("always", "gpu-only", "never")
 NOT_APPLIED = ("hold", "warn")
@@ -24,8 +23,7 @@ _KEYS = {"holdOnRecreate", "thresholds", "notApplied", "operator", "accelerators
 _SOURCE = re.compile(r"(?:[a-z][a-z0-9+.-]*://|git@)[^\s'\"(),;]+|\b(?:github|gitlab|bitbucket)\.(?:com|org)/[^\s'\"(),;]+")
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
+class Policy(Record):
     """Defaults are the contract's default policy.
 
     * ``hold_on_recreate``: ``gpu-only`` holds a new-cluster/incremental rollout whose extra
@@ -55,20 +53,47 @@ class Policy:
       first (:mod:`diffing.environments`). It decides nothing.
     """
 
-    hold_on_recreate: str = "gpu-only"
-    thresholds: Mapping[str, Fraction] = field(default_factory=dict)
-    not_applied: str = "hold"
-    feature_gates: Mapping[str, bool] = field(default_factory=dict)
-    operator_env: Mapping[str, str] = field(default_factory=dict)
-    accelerators: tuple[str, ...] = ()
-    hold_on_errors: bool = True
-    render_failure: str = "hold"
-    cluster_hold_on_recreate: bool = True
-    cluster_hold_on_latent: str = "version-skew"
-    not_accelerators: tuple[str, ...] = ()
-    unknown_sources: str = "hold"
-    allowed_sources: tuple[str, ...] = ()
-    environments: tuple[str, ...] = ()
+    __slots__ = ("hold_on_recreate", "thresholds", "not_applied", "feature_gates", "operator_env",
+                 "accelerators", "hold_on_errors", "render_failure", "cluster_hold_on_recreate",
+                 "cluster_hold_on_latent", "not_accelerators", "unknown_sources", "allowed_sources",
+                 "environments")
+
+    hold_on_recreate: str
+    thresholds: Mapping[str, Fraction]
+    not_applied: str
+    feature_gates: Mapping[str, bool]
+    operator_env: Mapping[str, str]
+    accelerators: tuple[str, ...]
+    hold_on_errors: bool
+    render_failure: str
+    cluster_hold_on_recreate: bool
+    cluster_hold_on_latent: str
+    not_accelerators: tuple[str, ...]
+    unknown_sources: str
+    allowed_sources: tuple[str, ...]
+    environments: tuple[str, ...]
+
+    def __init__(self, hold_on_recreate: str = "gpu-only", thresholds: Mapping[str, Fraction] | None = None,
+                 not_applied: str = "hold", feature_gates: Mapping[str, bool] | None = None,
+                 operator_env: Mapping[str, str] | None = None, accelerators: tuple[str, ...] = (),
+                 hold_on_errors: bool = True, render_failure: str = "hold",
+                 cluster_hold_on_recreate: bool = True, cluster_hold_on_latent: str = "version-skew",
+                 not_accelerators: tuple[str, ...] = (), unknown_sources: str = "hold",
+                 allowed_sources: tuple[str, ...] = (), environments: tuple[str, ...] = ()) -> None:
+        set_field(self, "hold_on_recreate", hold_on_recreate)
+        set_field(self, "thresholds", {} if thresholds is None else thresholds)
+        set_field(self, "not_applied", not_applied)
+        set_field(self, "feature_gates", {} if feature_gates is None else feature_gates)
+        set_field(self, "operator_env", {} if operator_env is None else operator_env)
+        set_field(self, "accelerators", accelerators)
+        set_field(self, "hold_on_errors", hold_on_errors)
+        set_field(self, "render_failure", render_failure)
+        set_field(self, "cluster_hold_on_recreate", cluster_hold_on_recreate)
+        set_field(self, "cluster_hold_on_latent", cluster_hold_on_latent)
+        set_field(self, "not_accelerators", not_accelerators)
+        set_field(self, "unknown_sources", unknown_sources)
+        set_field(self, "allowed_sources", allowed_sources)
+        set_field(self, "environments", environments)
 
     def allows(self, message: str) -> bool:
         """Whether an ``unknown-source`` finding's message names only allowed sources (a finding
@@ -267,6 +292,8 @@ def likely_resource(name: str, known: Iterable[str] = ()) -> str:
     if low in _NICKNAMES:
         return _NICKNAMES[low]
     names = [*_KNOWN_NAMES, *known]
+    import difflib  # only for a name no resource has: its import is not free
+
     close = difflib.get_close_matches(low, names, n=1, cutoff=0.75)
     if close:
         return close[0]

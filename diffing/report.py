@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
+from diffing.hints import Any
 from diffing.kube.gojson import ABSENT, OMIT
 from diffing.kube.paths import Path, format_path
+from diffing.record import Record, set_field
 from diffing.vocab import ACTOR_ORDER, SEVERITY_ORDER, Decision, ExitCode
 
 __all__ = ["APPROVE", "HOLD", "IGNORE", "SEVERITY_ORDER", "Capacity", "Change", "Finding", "Report",
@@ -18,14 +17,24 @@ HOLD: str = Decision.HOLD
 IGNORE: str = Decision.IGNORE
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+class Change(Record):
+    __slots__ = ("path", "category", "before", "after", "detail", "line")
+
     path: Path
     category: str
     before: Any
     after: Any
-    detail: str = ""
-    line: int | None = None  # in the after (or before) file, where a file has lines
+    detail: str
+    line: int | None  # in the after (or before) file, where a file has lines
+
+    def __init__(self, path: Path, category: str, before: Any, after: Any, detail: str = "",
+                 line: int | None = None) -> None:
+        set_field(self, "path", path)
+        set_field(self, "category", category)
+        set_field(self, "before", before)
+        set_field(self, "after", after)
+        set_field(self, "detail", detail)
+        set_field(self, "line", line)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"path": format_path(self.path), "category": str(self.category),
@@ -37,13 +46,21 @@ class Change:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(Record):
+    __slots__ = ("severity", "code", "path", "message", "line")
+
     severity: str
     code: str
     path: str
     message: str
-    line: int | None = None
+    line: int | None
+
+    def __init__(self, severity: str, code: str, path: str, message: str, line: int | None = None) -> None:
+        set_field(self, "severity", severity)
+        set_field(self, "code", code)
+        set_field(self, "path", path)
+        set_field(self, "message", message)
+        set_field(self, "line", line)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"severity": str(self.severity), "code": self.code, "path": self.path,
@@ -53,15 +70,21 @@ class Finding:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class WayOut:
+class WayOut(Record):
     """One way out of a hold and who can take it (:class:`~diffing.vocab.Actor`). ``fix``: the
     field and the value that release the hold when the author writes them (one line of their
     manifest), for a comment to show the edit where it goes."""
 
+    __slots__ = ("by", "text", "fix")
+
     by: str
     text: str
-    fix: tuple[Path, Any] | None = None
+    fix: tuple[Path, Any] | None
+
+    def __init__(self, by: str, text: str, fix: tuple[Path, Any] | None = None) -> None:
+        set_field(self, "by", by)
+        set_field(self, "text", text)
+        set_field(self, "fix", fix)
 
 
 def by_actor(ways: Any) -> tuple[WayOut, ...]:
@@ -70,14 +93,25 @@ def by_actor(ways: Any) -> tuple[WayOut, ...]:
     return tuple(sorted(ways, key=lambda w: ACTOR_ORDER.get(w.by, len(ACTOR_ORDER))))
 
 
-@dataclass(frozen=True, slots=True)
-class Capacity:
+class Capacity(Record):
+    __slots__ = ("basis", "extra", "peak", "headroom", "phases", "serve")
+
     basis: str
     extra: dict[str, Any]
     peak: dict[str, Any]
     headroom: dict[str, Any] | None
-    phases: tuple[tuple[str, dict[str, Any]], ...] = ()
-    serve: dict[str, Any] | None = None
+    phases: tuple[tuple[str, dict[str, Any]], ...]
+    serve: dict[str, Any] | None
+
+    def __init__(self, basis: str, extra: dict[str, Any], peak: dict[str, Any],
+                 headroom: dict[str, Any] | None, phases: tuple[tuple[str, dict[str, Any]], ...] = (),
+                 serve: dict[str, Any] | None = None) -> None:
+        set_field(self, "basis", basis)
+        set_field(self, "extra", extra)
+        set_field(self, "peak", peak)
+        set_field(self, "headroom", headroom)
+        set_field(self, "phases", phases)
+        set_field(self, "serve", serve)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"basis": self.basis, "extra": self.extra, "peak": self.peak,
@@ -87,8 +121,11 @@ class Capacity:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceReport:
+class ResourceReport(Record):
+    __slots__ = ("api_version", "namespace", "name", "action", "rollout", "decision", "reasons", "changes",
+                 "capacity", "findings", "ignore_differences", "source", "origin", "strategy", "headline",
+                 "ways_out", "kind")
+
     api_version: str
     namespace: str
     name: str
@@ -99,13 +136,36 @@ class ResourceReport:
     changes: tuple[Change, ...]
     capacity: Capacity
     findings: tuple[Finding, ...]
-    ignore_differences: tuple[dict[str, Any], ...] = ()
-    source: str = ""  # "file:line" of the after (or before) manifest
-    origin: str = ""  # the text it came from: a file, or a rendered root ("overlays/prod (kustomize)")
-    strategy: str = ""
-    headline: str = ""
-    ways_out: tuple[WayOut, ...] = ()  # the ways out of a hold: the reviewer's, the author's, the platform's
-    kind: str = "RayService"
+    ignore_differences: tuple[dict[str, Any], ...]
+    source: str  # "file:line" of the after (or before) manifest
+    origin: str  # the text it came from: a file, or a rendered root ("overlays/prod (kustomize)")
+    strategy: str
+    headline: str
+    ways_out: tuple[WayOut, ...]  # the ways out of a hold: the reviewer's, the author's, the platform's
+    kind: str
+
+    def __init__(self, api_version: str, namespace: str, name: str, action: str, rollout: str,
+                 decision: str, reasons: tuple[str, ...], changes: tuple[Change, ...], capacity: Capacity,
+                 findings: tuple[Finding, ...], ignore_differences: tuple[dict[str, Any], ...] = (),
+                 source: str = "", origin: str = "", strategy: str = "", headline: str = "",
+                 ways_out: tuple[WayOut, ...] = (), kind: str = "RayService") -> None:
+        set_field(self, "api_version", api_version)
+        set_field(self, "namespace", namespace)
+        set_field(self, "name", name)
+        set_field(self, "action", action)
+        set_field(self, "rollout", rollout)
+        set_field(self, "decision", decision)
+        set_field(self, "reasons", reasons)
+        set_field(self, "changes", changes)
+        set_field(self, "capacity", capacity)
+        set_field(self, "findings", findings)
+        set_field(self, "ignore_differences", ignore_differences)
+        set_field(self, "source", source)
+        set_field(self, "origin", origin)
+        set_field(self, "strategy", strategy)
+        set_field(self, "headline", headline)
+        set_field(self, "ways_out", ways_out)
+        set_field(self, "kind", kind)
 
     @property
     def next_steps(self) -> tuple[str, ...]:
@@ -126,15 +186,28 @@ class ResourceReport:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
+class Report(Record):
+    __slots__ = ("kuberay_version", "decision", "summary", "resources", "findings", "not_analysed",
+                 "environments")
+
     kuberay_version: str
     decision: str
     summary: str
-    resources: tuple[ResourceReport, ...] = field(default_factory=tuple)
-    findings: tuple[Finding, ...] = ()  # about the change as a whole, e.g. a root that failed to render
-    not_analysed: dict[str, int] = field(default_factory=dict)  # other kinds that changed, by kind
-    environments: tuple[str, ...] = ()  # the policy's order of environments, for readers (not in the JSON)
+    resources: tuple[ResourceReport, ...]
+    findings: tuple[Finding, ...]  # about the change as a whole, e.g. a root that failed to render
+    not_analysed: dict[str, int]  # other kinds that changed, by kind
+    environments: tuple[str, ...]  # the policy's order of environments, for readers (not in the JSON)
+
+    def __init__(self, kuberay_version: str, decision: str, summary: str,
+                 resources: tuple[ResourceReport, ...] = (), findings: tuple[Finding, ...] = (),
+                 not_analysed: dict[str, int] | None = None, environments: tuple[str, ...] = ()) -> None:
+        set_field(self, "kuberay_version", kuberay_version)
+        set_field(self, "decision", decision)
+        set_field(self, "summary", summary)
+        set_field(self, "resources", resources)
+        set_field(self, "findings", findings)
+        set_field(self, "not_analysed", {} if not_analysed is None else not_analysed)
+        set_field(self, "environments", environments)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 
 from diffing.errors import UnsupportedVersionError
 from diffing.raycluster.rules import CLUSTER_RULES, ClusterRule
 from diffing.rayservice.rules import MUTED, RULES, Rule
+from diffing.record import Record, set_field
 
 DEFAULT = "1.7.0"
 
@@ -34,9 +34,11 @@ GATE_DEFAULTS: dict[tuple[int, int], dict[str, bool]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class VersionRules:
+class VersionRules(Record):
     """The rules and operator defaults of one KubeRay minor version."""
+
+    __slots__ = ("version", "minor", "rules", "incremental_gate_default", "has_rayservice_suspend",
+                 "cluster_suspend_in_place", "cluster_rules", "has_cluster_recreate")
 
     version: str
     minor: tuple[int, int]
@@ -44,8 +46,21 @@ class VersionRules:
     incremental_gate_default: bool
     has_rayservice_suspend: bool
     cluster_suspend_in_place: bool
-    cluster_rules: tuple[ClusterRule, ...] = ()
-    has_cluster_recreate: bool = True  # RayCluster upgradeStrategy.type Recreate (PR #4185, v1.6.0)
+    cluster_rules: tuple[ClusterRule, ...]
+    has_cluster_recreate: bool  # RayCluster upgradeStrategy.type Recreate (PR #4185, v1.6.0)
+
+    def __init__(self, version: str, minor: tuple[int, int], rules: tuple[Rule, ...],
+                 incremental_gate_default: bool, has_rayservice_suspend: bool,
+                 cluster_suspend_in_place: bool, cluster_rules: tuple[ClusterRule, ...] = (),
+                 has_cluster_recreate: bool = True) -> None:
+        set_field(self, "version", version)
+        set_field(self, "minor", minor)
+        set_field(self, "rules", rules)
+        set_field(self, "incremental_gate_default", incremental_gate_default)
+        set_field(self, "has_rayservice_suspend", has_rayservice_suspend)
+        set_field(self, "cluster_suspend_in_place", cluster_suspend_in_place)
+        set_field(self, "cluster_rules", cluster_rules)
+        set_field(self, "has_cluster_recreate", has_cluster_recreate)
 
     def gates(self, overrides: Mapping[str, bool] | None = None) -> dict[str, bool]:
         """The operator's feature gates: this version's defaults, then the policy's settings."""

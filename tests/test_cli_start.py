@@ -23,8 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PAIR = ROOT / "samples" / "gpu-image-bump"
 
 # The service's stack, and importlib.metadata (the --version lookup, which --version alone needs).
+# Then what the core no longer pays for at import (issue 24, bench/bench_cli_start.py): dataclasses
+# (and inspect; diffing/record.py), typing (diffing/hints.py), shutil (argparse's help formatter;
+# app/cli.py), difflib (a misspelt resource's likely name only).
 NOT_ON_THE_ANALYZE_PATH = ("fastapi", "starlette", "uvicorn", "httpx", "httpcore", "anyio", "kubernetes",
-                           "pydantic", "pydantic_core", "pydantic_settings", "importlib.metadata")
+                           "pydantic", "pydantic_core", "pydantic_settings", "importlib.metadata",
+                           "dataclasses", "inspect", "typing", "shutil", "difflib")
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -136,3 +140,20 @@ def test_render_limits_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("RAYSERVICE_IMPACT_RENDER_MAX_BYTES", "1000")
     options = environ.render_options(kustomize="kustomize")
     assert (options.limits.timeout_s, options.limits.max_bytes, options.kustomize) == (7.5, 1000, "kustomize")
+
+
+def test_help_wraps_at_the_terminal_width_as_argparse_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    # argparse's own formatter, which reads the width through shutil, is the reference
+    reference = cli.build_parser()._subparsers._group_actions[0].choices["analyze"]  # type: ignore[union-attr]
+    reference.formatter_class = argparse.HelpFormatter
+    seen = set()
+    for columns in ("50", "120"):
+        proc = subprocess.run([sys.executable, "-m", "app", "analyze", "--help"], capture_output=True,
+                              text=True, cwd=ROOT, timeout=60, env=_env(COLUMNS=columns))
+        assert proc.returncode == 0, proc.stderr
+        monkeypatch.setenv("COLUMNS", columns)
+        assert proc.stdout == reference.format_help()
+        seen.add(proc.stdout)
+    assert len(seen) == 2  # the width did change the text

@@ -9,27 +9,36 @@ value on both sides goes through the API server's defaulting and Go's JSON encod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
+from diffing.hints import Any
 from diffing.kube.gojson import ABSENT, OMIT, GoTypes, TypeDesc
 from diffing.kube.paths import Key, Path
 from diffing.kube.schema import Schema, SchemaSet
+from diffing.record import Record, set_field
 
 # Lists the CRD gives no map key for, but whose items a human names.
 EXTRA_LIST_KEYS = {"workerGroupSpecs": "groupName", "applications": "name", "deployments": "name"}
 
 
-@dataclass(frozen=True, slots=True)
-class Difference:
+class Difference(Record):
     """One difference: ``kind`` is modified / added / removed / reordered."""
+
+    __slots__ = ("path", "before", "after", "kind", "noop", "note")
 
     path: Path
     before: Any
     after: Any
     kind: str
-    noop: bool = False
-    note: str = ""
+    noop: bool
+    note: str
+
+    def __init__(self, path: Path, before: Any, after: Any, kind: str, noop: bool = False,
+                 note: str = "") -> None:
+        set_field(self, "path", path)
+        set_field(self, "before", before)
+        set_field(self, "after", after)
+        set_field(self, "kind", kind)
+        set_field(self, "noop", noop)
+        set_field(self, "note", note)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -16,8 +16,8 @@ defaulting and pruning, see :mod:`diffing.schema`) from the generated field tabl
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube.quantity import Quantity, QuantityError
 from diffing.kube.schema import Schema, SchemaSet
 

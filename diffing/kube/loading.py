@@ -15,25 +15,33 @@ import math
 import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 
 from diffing.errors import ManifestError
+from diffing.hints import Any
 from diffing.kube.paths import Key, Path, format_path
+from diffing.record import Record, set_field
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(Record):
     """Bounds on what a single text may cost to read."""
 
-    max_bytes: int = 16 * 1024 * 1024
-    max_nodes: int = 2_000_000  # after alias expansion, summed over all documents of the text
-    max_depth: int = 100
-    max_documents: int = 10_000
+    __slots__ = ("max_bytes", "max_nodes", "max_depth", "max_documents")
+
+    max_bytes: int
+    max_nodes: int  # after alias expansion, summed over all documents of the text
+    max_depth: int
+    max_documents: int
+
+    def __init__(self, max_bytes: int = 16 * 1024 * 1024, max_nodes: int = 2_000_000, max_depth: int = 100,
+                 max_documents: int = 10_000) -> None:
+        set_field(self, "max_bytes", max_bytes)
+        set_field(self, "max_nodes", max_nodes)
+        set_field(self, "max_depth", max_depth)
+        set_field(self, "max_documents", max_documents)
 
 
 DEFAULT_LIMITS = Limits()
@@ -199,18 +207,29 @@ _Constructor.add_constructor("tag:yaml.org,2002:omap", _construct_pairs)
 _Constructor.add_constructor("tag:yaml.org,2002:pairs", _construct_pairs)
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
+class Document(Record):
     """One YAML document: its 1-based ``index`` in the text, its value, and what turns a path
     back into a line: the line index of :func:`_build`, or (for a document read the general
     way, with anchors) its nodes."""
 
+    __slots__ = ("index", "value", "node", "lines", "start", "one_line")
+    _compared = ("index", "value")  # the others: field(compare=False, repr=False)
+
     index: int
     value: Any
-    node: yaml.Node | None = field(repr=False, compare=False, default=None)
-    lines: Any = field(repr=False, compare=False, default=None)
-    start: int | None = field(repr=False, compare=False, default=None)  # 1-based first line
-    one_line: bool = field(repr=False, compare=False, default=False)
+    node: yaml.Node | None
+    lines: Any
+    start: int | None  # 1-based first line
+    one_line: bool
+
+    def __init__(self, index: int, value: Any, node: yaml.Node | None = None, lines: Any = None,
+                 start: int | None = None, one_line: bool = False) -> None:
+        set_field(self, "index", index)
+        set_field(self, "value", value)
+        set_field(self, "node", node)
+        set_field(self, "lines", lines)
+        set_field(self, "start", start)
+        set_field(self, "one_line", one_line)
 
     @property
     def line(self) -> int | None:

@@ -8,10 +8,9 @@ not the user's, and is left with the other kinds, to be named as not analysed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from diffing.errors import ManifestError
+from diffing.hints import Any
 from diffing.kinds import NAMES, ORDER
 from diffing.kube.loading import Document, Limits, load_documents
 from diffing.kube.paths import Path
@@ -19,20 +18,28 @@ from diffing.kube.schema import SchemaSet
 from diffing.kube.scope import expand_lists
 from diffing.kube.values import mapping
 from diffing.live import live_key
+from diffing.record import Record, set_field
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(Record):
     """One text to analyse and where it came from.
 
     ``lines`` is False for a renderer's output (kustomize, Helm, Argo CD): its line numbers
     are the rendered stream's, not any file's, so findings leave them out.
     """
 
+    __slots__ = ("name", "text", "lines", "namespace")
+
     name: str
     text: str
-    lines: bool = True
-    namespace: str | None = None  # for objects without one (an Argo CD Application's destination)
+    lines: bool
+    namespace: str | None  # for objects without one (an Argo CD Application's destination)
+
+    def __init__(self, name: str, text: str, lines: bool = True, namespace: str | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "text", text)
+        set_field(self, "lines", lines)
+        set_field(self, "namespace", namespace)
 
 
 Texts = str | Sequence[tuple[str, str] | Source]
@@ -51,15 +58,24 @@ KINDS = NAMES  # the registry's list (diffing.kinds), in report order
 KIND_ORDER = ORDER
 
 
-@dataclass(frozen=True, slots=True)
-class Manifest:
+class Manifest(Record):
     """One RayService, RayCluster or RayJob as read from a text."""
+
+    __slots__ = ("obj", "doc", "source", "lines", "namespace")
 
     obj: dict[str, Any]
     doc: Document
     source: str
-    lines: bool = True
-    namespace: str = "default"
+    lines: bool
+    namespace: str
+
+    def __init__(self, obj: dict[str, Any], doc: Document, source: str, lines: bool = True,
+                 namespace: str = "default") -> None:
+        set_field(self, "obj", obj)
+        set_field(self, "doc", doc)
+        set_field(self, "source", source)
+        set_field(self, "lines", lines)
+        set_field(self, "namespace", namespace)
 
     @property
     def api_version(self) -> str:
@@ -197,13 +213,19 @@ def collect(text: str, source: str, limits: Limits, *, lines: bool = True, names
     return found, apps
 
 
-@dataclass(frozen=True, slots=True)
-class Duplicate:
+class Duplicate(Record):
     """The same (namespace, name) produced by two sources (e.g. two Argo CD Applications)."""
+
+    __slots__ = ("key", "kept", "dropped")
 
     key: Ident
     kept: str
     dropped: str
+
+    def __init__(self, key: Ident, kept: str, dropped: str) -> None:
+        set_field(self, "key", key)
+        set_field(self, "kept", kept)
+        set_field(self, "dropped", dropped)
 
 
 def collect_all(texts: Texts, source: str, limits: Limits, others: dict[ObjectKey, Any] | None = None

@@ -8,15 +8,21 @@ A segment is a mapping key (``str``), a list index (``int``) or a keyed list ite
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from diffing.record import Record, set_field
 
 
-@dataclass(frozen=True, slots=True)
-class Key:
+class Key(Record):
     """A list item identified by ``field=value`` rather than by position."""
+
+    __slots__ = ("field", "value")
 
     field: str
     value: str
+
+    def __init__(self, field: str, value: str) -> None:
+        set_field(self, "field", field)
+        set_field(self, "value", value)
 
     def __str__(self) -> str:
         return f"[{self.field}={self.value}]"

@@ -11,14 +11,14 @@ limit and no request gets the limit as its request (``SetDefaults_Pod``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube import names
 from diffing.kube.paths import Key, Path
 from diffing.kube.quantity import Quantity, QuantityError, QuantityOutOfRange
 from diffing.kube.values import mapping, seq
+from diffing.record import Record, set_field
 
 _STANDARD = ("cpu", "memory", "ephemeral-storage")
 
@@ -58,14 +58,22 @@ def _quantities(resources: Any, unreadable: dict[str, str] | None = None) -> dic
 Failure = tuple[Path, str]  # (path below the container, why)
 
 
-@dataclass(frozen=True, slots=True)
-class Container:
+class Container(Record):
     """A container with its requests and limits parsed once for every rule."""
+
+    __slots__ = ("spec", "requests", "limits", "out_of_range")
 
     spec: Mapping[str, Any]
     requests: dict[str, Fraction]
     limits: dict[str, Fraction]
     out_of_range: dict[tuple[str, str], str]  # (requests|limits, name) -> the raw amount
+
+    def __init__(self, spec: Mapping[str, Any], requests: dict[str, Fraction], limits: dict[str, Fraction],
+                 out_of_range: dict[tuple[str, str], str]) -> None:
+        set_field(self, "spec", spec)
+        set_field(self, "requests", requests)
+        set_field(self, "limits", limits)
+        set_field(self, "out_of_range", out_of_range)
 
     @classmethod
     def of(cls, spec: Mapping[str, Any]) -> Container:
@@ -157,11 +165,17 @@ def _show(v: Fraction) -> str:
     return str(int(v)) if v.denominator == 1 else f"{float(v):g}"
 
 
-@dataclass(frozen=True, slots=True)
-class PodRule:
+class PodRule(Record):
+    __slots__ = ("id", "source", "check")
+
     id: str
     source: str
     check: Check
+
+    def __init__(self, id: str, source: str, check: Check) -> None:
+        set_field(self, "id", id)
+        set_field(self, "source", source)
+        set_field(self, "check", check)
 
 
 _K = "kubernetes pkg/apis/core/validation/validation.go "
@@ -183,11 +197,17 @@ RULES: tuple[PodRule, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class PodProblem:
+class PodProblem(Record):
+    __slots__ = ("rule", "path", "message")
+
     rule: str
     path: Path
     message: str
+
+    def __init__(self, rule: str, path: Path, message: str) -> None:
+        set_field(self, "rule", rule)
+        set_field(self, "path", path)
+        set_field(self, "message", message)
 
 
 def _containers(group_path: Path, group: Mapping[str, Any]) -> Iterator[tuple[Path, Mapping[str, Any]]]:

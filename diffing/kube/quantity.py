@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+
+from diffing.record import Record, set_field
 
 _RE = re.compile(
     r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
@@ -44,10 +45,15 @@ class QuantityOutOfRange(QuantityError):
     """A well-formed quantity beyond what Kubernetes computes with (see MAX_MAGNITUDE)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Quantity:
+class Quantity(Record):
+    __slots__ = ("value", "format")
+
     value: Fraction
     format: str
+
+    def __init__(self, value: Fraction, format: str) -> None:
+        set_field(self, "value", value)
+        set_field(self, "format", format)
 
     @classmethod
     def parse(cls, raw: object) -> Quantity:

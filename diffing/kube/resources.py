@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube.pods import is_extended
 from diffing.kube.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, format_amount
 from diffing.kube.values import dig, mapping, seq
+from diffing.record import Record, set_field
 
 MAX_INT32 = 2**31 - 1
 _GPU = re.compile(r"(gpu$)|(^nvidia\.com/mig-\d+g\.\d+gb$)")
@@ -161,15 +161,26 @@ def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-@dataclass(frozen=True, slots=True)
-class GroupSize:
+class GroupSize(Record):
+    __slots__ = ("name", "replicas", "hosts", "min_replicas", "max_replicas", "per_pod", "suspended")
+
     name: str
     replicas: int  # after clamping
     hosts: int
     min_replicas: int
     max_replicas: int
     per_pod: Mapping[str, Fraction]
-    suspended: bool = False
+    suspended: bool
+
+    def __init__(self, name: str, replicas: int, hosts: int, min_replicas: int, max_replicas: int,
+                 per_pod: Mapping[str, Fraction], suspended: bool = False) -> None:
+        set_field(self, "name", name)
+        set_field(self, "replicas", replicas)
+        set_field(self, "hosts", hosts)
+        set_field(self, "min_replicas", min_replicas)
+        set_field(self, "max_replicas", max_replicas)
+        set_field(self, "per_pod", per_pod)
+        set_field(self, "suspended", suspended)
 
     @property
     def pods(self) -> int:
@@ -186,11 +197,18 @@ def clamp(replicas: int | None, lo: int, hi: int) -> int:
     return min(replicas, hi)
 
 
-@dataclass(frozen=True, slots=True)
-class ClusterShape:
+class ClusterShape(Record):
+    __slots__ = ("head", "groups", "units")
+
     head: Mapping[str, Fraction]
     groups: tuple[GroupSize, ...]
-    units: Mapping[str, str] = field(default_factory=dict)  # resource -> quantity family written
+    units: Mapping[str, str]  # resource -> quantity family written
+
+    def __init__(self, head: Mapping[str, Fraction], groups: tuple[GroupSize, ...],
+                 units: Mapping[str, str] | None = None) -> None:
+        set_field(self, "head", head)
+        set_field(self, "groups", groups)
+        set_field(self, "units", {} if units is None else units)
 
     def total(self, replicas: Mapping[str, int] | None = None) -> Amounts:
         out = dict(self.head)

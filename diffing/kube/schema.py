@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube.paths import Path
 from diffing.kube.values import mapping
+from diffing.record import Record, set_field
 
 Schema = dict[str, Any]
 # What default_fill does at a node: (nothing to fill below, an object node, its properties
@@ -387,9 +387,12 @@ def _value_checks(c: Checks, value: Any, node: Schema, path: Path, errors: list[
             errors.append((path, message or f"must be one of {allowed}"))
 
 
-@dataclass(frozen=True, slots=True)
-class Checks:
+class Checks(Record):
     """What :func:`validate` checks at one schema node, read from the node once."""
+
+    __slots__ = ("type_ok", "want", "enum", "numeric", "minimum", "maximum", "int_range", "textual",
+                 "max_length", "min_length", "pattern", "one_of", "required", "list_type", "map_keys",
+                 "constrained")
 
     type_ok: Any  # a predicate, or None when any type goes
     want: str
@@ -406,7 +409,29 @@ class Checks:
     required: tuple[str, ...]
     list_type: str | None
     map_keys: tuple[str, ...]
-    constrained: bool = False  # any of enum .. one_of: the value itself is checked
+    constrained: bool  # any of enum .. one_of: the value itself is checked
+
+    def __init__(self, type_ok: Any, want: str, enum: list[Any] | None, numeric: bool, minimum: Any,
+                 maximum: Any, int_range: tuple[int, int] | None, textual: bool, max_length: int | None,
+                 min_length: int | None, pattern: re.Pattern[str] | None,
+                 one_of: tuple[tuple[list[str], str], ...], required: tuple[str, ...],
+                 list_type: str | None, map_keys: tuple[str, ...], constrained: bool = False) -> None:
+        set_field(self, "type_ok", type_ok)
+        set_field(self, "want", want)
+        set_field(self, "enum", enum)
+        set_field(self, "numeric", numeric)
+        set_field(self, "minimum", minimum)
+        set_field(self, "maximum", maximum)
+        set_field(self, "int_range", int_range)
+        set_field(self, "textual", textual)
+        set_field(self, "max_length", max_length)
+        set_field(self, "min_length", min_length)
+        set_field(self, "pattern", pattern)
+        set_field(self, "one_of", one_of)
+        set_field(self, "required", required)
+        set_field(self, "list_type", list_type)
+        set_field(self, "map_keys", map_keys)
+        set_field(self, "constrained", constrained)
 
 
 def compile_checks(schemas: SchemaSet, node: Schema) -> Checks:

@@ -22,9 +22,9 @@ So every flow decides with the functions here:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from diffing.errors import ManifestError
+from diffing.hints import Any
 
 # (mark, codec); the UTF-32 marks first: UTF-32-LE's begins with UTF-16-LE's.
 _BOMS = (

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+from diffing.hints import Any
 
 EMPTY: Mapping[str, Any] = {}
 

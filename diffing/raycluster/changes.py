@@ -10,10 +10,10 @@ KubeRay v1.7.0: RCC = ``ray-operator/controllers/ray/raycluster_controller.go``.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from diffing import record
 from diffing.engine import cluster_differences, cluster_hash_equal, cluster_view
 from diffing.kube.diff import Difference
 from diffing.kube.gojson import ABSENT
@@ -50,7 +50,7 @@ def diff(a: RayClusterAnalysis) -> None:
                                       aview.api_version)
     recreating = [c for c in a.changes if c.category == C.RECREATE.value]
     if a.recreate_on and a.hash_equal and recreating:  # the walk saw a difference the hash does not
-        a.changes = [dataclasses.replace(c, category=C.NO_OP.value) if c in recreating else c
+        a.changes = [record.replace(c, category=C.NO_OP.value) if c in recreating else c
                      for c in a.changes]
     elif a.recreate_on and not a.hash_equal and not recreating:
         a.changes.append(Change(("spec",), C.RECREATE.value, None, None, "the Recreate hash input differs"))

@@ -6,8 +6,9 @@ family; citations are KubeRay v1.7.0 ``ray-operator/controllers/ray/``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+from diffing.record import Record, set_field
 
 
 class ClusterCategory(StrEnum):
@@ -22,8 +23,7 @@ class ClusterCategory(StrEnum):
     NO_OP = "no-op"
 
 
-@dataclass(frozen=True, slots=True)
-class ClusterRule:
+class ClusterRule(Record):
     """A standalone RayCluster's change under ``pattern`` (a schema path from the object root).
 
     ``category`` is what it is under the default strategy; ``hashed`` says the Recreate hash
@@ -32,15 +32,31 @@ class ClusterRule:
     autoscaling is on; ``unapplied`` marks a change the operator never carries out.
     """
 
+    __slots__ = ("pattern", "category", "reason", "source", "hashed", "autoscaled", "unapplied", "since",
+                 "until")
+
     pattern: tuple[str, ...]
     category: ClusterCategory
     reason: str
     source: str
-    hashed: bool = True
-    autoscaled: ClusterCategory | None = None
-    unapplied: bool = False
-    since: tuple[int, int] = (1, 0)
-    until: tuple[int, int] | None = None
+    hashed: bool
+    autoscaled: ClusterCategory | None
+    unapplied: bool
+    since: tuple[int, int]
+    until: tuple[int, int] | None
+
+    def __init__(self, pattern: tuple[str, ...], category: ClusterCategory, reason: str, source: str,
+                 hashed: bool = True, autoscaled: ClusterCategory | None = None, unapplied: bool = False,
+                 since: tuple[int, int] = (1, 0), until: tuple[int, int] | None = None) -> None:
+        set_field(self, "pattern", pattern)
+        set_field(self, "category", category)
+        set_field(self, "reason", reason)
+        set_field(self, "source", source)
+        set_field(self, "hashed", hashed)
+        set_field(self, "autoscaled", autoscaled)
+        set_field(self, "unapplied", unapplied)
+        set_field(self, "since", since)
+        set_field(self, "until", until)
 
     def applies_to(self, version: tuple[int, int]) -> bool:
         return self.since <= version and (self.until is None or version < self.until)

@@ -9,8 +9,8 @@ fails; the rule table in :mod:`diffing.validation` says which upstream case it i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube import names
 from diffing.kube.paths import Key, Path
 from diffing.kube.values import mapping, seq

@@ -11,8 +11,8 @@ gates that are off by default.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube import names
 from diffing.kube.paths import Key, Path
 from diffing.kube.values import mapping, seq

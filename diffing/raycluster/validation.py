@@ -12,8 +12,8 @@ adds ``ValidateRayClusterMetadata`` and ``ValidateRayClusterUpgradeOptions``
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube import names
 from diffing.kube.paths import Path
 from diffing.kube.values import mapping

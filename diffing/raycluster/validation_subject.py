@@ -9,11 +9,11 @@ ones they mirror (``utils/util.go`` at v1.7.0).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube.paths import Key, Path
 from diffing.kube.values import mapping, seq
+from diffing.record import Record, set_field
 
 RCC: Path = ("spec", "rayClusterConfig")
 HEAD: Path = RCC + ("headGroupSpec",)
@@ -22,14 +22,21 @@ AUTOSCALER_V2_ENV = "RAY_enable_autoscaler_v2"  # utils/constant.go:191
 Failure = tuple[Path, str]  # (where, why)
 
 
-@dataclass(frozen=True, slots=True)
-class Violation:
+class Violation(Record):
     """One failed rule: ``rule`` is the :class:`OperatorRule` id."""
+
+    __slots__ = ("rule", "code", "path", "message")
 
     rule: str
     code: str
     path: Path
     message: str
+
+    def __init__(self, rule: str, code: str, path: Path, message: str) -> None:
+        set_field(self, "rule", rule)
+        set_field(self, "code", code)
+        set_field(self, "path", path)
+        set_field(self, "message", message)
 
 
 class Subject:
@@ -120,8 +127,7 @@ def env_path(base: Path, container: Mapping[str, Any], name: str) -> Path:
 Check = Callable[[Subject], Iterator[Failure]]
 
 
-@dataclass(frozen=True, slots=True)
-class OperatorRule:
+class OperatorRule(Record):
     """One failure case of KubeRay's validation.
 
     ``id`` is ``<upstream function>/<case>``; ``since`` the first KubeRay release whose
@@ -130,13 +136,25 @@ class OperatorRule:
     built from the RayService (the RayService itself is accepted).
     """
 
+    __slots__ = ("id", "source", "since", "check", "gate", "code", "scope")
+
     id: str
     source: str
     since: tuple[int, int]
     check: Check
-    gate: str | None = None
-    code: str = "validation-failed"
-    scope: str = "rayservice"
+    gate: str | None
+    code: str
+    scope: str
+
+    def __init__(self, id: str, source: str, since: tuple[int, int], check: Check, gate: str | None = None,
+                 code: str = "validation-failed", scope: str = "rayservice") -> None:
+        set_field(self, "id", id)
+        set_field(self, "source", source)
+        set_field(self, "since", since)
+        set_field(self, "check", check)
+        set_field(self, "gate", gate)
+        set_field(self, "code", code)
+        set_field(self, "scope", scope)
 
     def applies_to(self, minor: tuple[int, int]) -> bool:
         return self.since <= minor

@@ -12,7 +12,6 @@ KubeRay v1.7.0, ``ray-operator/``: RCJC = ``controllers/ray/raycronjob_controlle
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
@@ -43,6 +42,7 @@ from diffing.raycronjob.ways_out import next_steps
 from diffing.rayjob.analyze import job_differences
 from diffing.rayjob.capacity import capacity_holds
 from diffing.rayjob.validation import cel_errors as job_cel_errors
+from diffing.record import replace
 from diffing.report import APPROVE, HOLD, Capacity, Finding, WayOut
 from diffing.vocab import Rollout
 

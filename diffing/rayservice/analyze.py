@@ -14,9 +14,9 @@ running RayCluster). Citations are KubeRay v1.7.0, ``ray-operator/controllers/ra
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from diffing.engine import RCC
+from diffing.hints import Any
 from diffing.holds import replacement_headline
 from diffing.kube.gojson import ABSENT
 from diffing.kube.manifests import Manifest

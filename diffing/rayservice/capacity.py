@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
 
+from diffing.hints import TYPE_CHECKING, Any
 from diffing.holds import known_headroom, shortfalls
 from diffing.kube import resources as cap
 from diffing.kube.values import dig, mapping, seq

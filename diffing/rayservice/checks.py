@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
 
 from diffing.engine import RCC
+from diffing.hints import TYPE_CHECKING, Any
 from diffing.kube import resources as cap
 from diffing.kube.gojson import ABSENT
 from diffing.kube.paths import Key, Path, format_path

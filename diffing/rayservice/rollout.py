@@ -9,11 +9,11 @@ KubeRay v1.7.0, ``ray-operator/controllers/ray/rayservice_controller.go`` unless
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
 
+from diffing import record
 from diffing.engine import RCC
+from diffing.hints import TYPE_CHECKING, Any
 from diffing.kube.gojson import ABSENT
 from diffing.kube.paths import Key, format_path, schema_path
 from diffing.kube.values import dig
@@ -66,7 +66,7 @@ def mark_appended(change: Change, n: int) -> Change:
     if (len(p) == 4 and p[:3] == RCC + ("workerGroupSpecs",) and change.before is ABSENT
             and change.category == Category.CLUSTER_RECREATE.value
             and (isinstance(p[3], Key) or (isinstance(p[3], int) and p[3] >= n))):
-        return dataclasses.replace(change, category=Category.WORKER_GROUP_APPENDED.value)
+        return record.replace(change, category=Category.WORKER_GROUP_APPENDED.value)
     return change
 
 

@@ -8,8 +8,9 @@ the minor versions it holds for). docs/semantics/rayservice.md explains each fam
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+from diffing.record import Record, set_field
 
 
 class Category(StrEnum):
@@ -29,16 +30,26 @@ _GROUPS = ("spec", "rayClusterConfig", "workerGroupSpecs", "[]")
 _HEAD = ("spec", "rayClusterConfig", "headGroupSpec")
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(Record):
     """Changes under ``pattern`` (a schema path, ``[]`` = any list item) get ``category``."""
+
+    __slots__ = ("pattern", "category", "reason", "source", "since", "until")
 
     pattern: tuple[str, ...]
     category: Category
     reason: str
     source: str
-    since: tuple[int, int] = (1, 0)
-    until: tuple[int, int] | None = None  # exclusive
+    since: tuple[int, int]
+    until: tuple[int, int] | None  # exclusive
+
+    def __init__(self, pattern: tuple[str, ...], category: Category, reason: str, source: str,
+                 since: tuple[int, int] = (1, 0), until: tuple[int, int] | None = None) -> None:
+        set_field(self, "pattern", pattern)
+        set_field(self, "category", category)
+        set_field(self, "reason", reason)
+        set_field(self, "source", source)
+        set_field(self, "since", since)
+        set_field(self, "until", until)
 
     def applies_to(self, version: tuple[int, int]) -> bool:
         return self.since <= version and (self.until is None or version < self.until)

@@ -10,13 +10,13 @@ to Serve.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 from diffing.errors import ManifestError
+from diffing.hints import Any
 from diffing.kube.gojson import ABSENT
 from diffing.kube.loading import Limits, load_value
 from diffing.kube.paths import Key, Path
+from diffing.record import Record, set_field
 
 SERVE_PATH: Path = ("spec", "serveConfigV2")
 
@@ -38,11 +38,17 @@ SAME_CONTENT = (FORMATTING_ONLY, ORDER_ONLY)
 SERVE_LIMITS = Limits(max_bytes=4 * 1024 * 1024, max_nodes=500_000, max_depth=64)
 
 
-@dataclass(frozen=True, slots=True)
-class ServeConfig:
+class ServeConfig(Record):
+    __slots__ = ("text", "value", "error")
+
     text: str | None
-    value: Any = None
-    error: str = ""
+    value: Any
+    error: str
+
+    def __init__(self, text: str | None, value: Any = None, error: str = "") -> None:
+        set_field(self, "text", text)
+        set_field(self, "value", value)
+        set_field(self, "error", error)
 
     @property
     def ok(self) -> bool:
@@ -78,13 +84,21 @@ def _keyed(items: Any) -> dict[str, Any] | None:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class ServeChange:
+class ServeChange(Record):
+    __slots__ = ("path", "before", "after", "detail", "noop")
+
     path: Path
     before: Any
     after: Any
     detail: str
-    noop: bool = False
+    noop: bool
+
+    def __init__(self, path: Path, before: Any, after: Any, detail: str, noop: bool = False) -> None:
+        set_field(self, "path", path)
+        set_field(self, "before", before)
+        set_field(self, "after", after)
+        set_field(self, "detail", detail)
+        set_field(self, "noop", noop)
 
 
 def diff(before: ServeConfig, after: ServeConfig) -> list[ServeChange]:
@@ -147,12 +161,17 @@ def _walk_named(b: dict[str, Any], a: dict[str, Any], path: Path, level: int,
                 out.append(ServeChange(seg + (key,), bv, av, detail))
 
 
-@dataclass(frozen=True, slots=True)
-class GpuDemand:
+class GpuDemand(Record):
     """Serve's GPU need at its replica ceiling: sum of replicas x ray_actor_options.num_gpus."""
+
+    __slots__ = ("gpus", "known")
 
     gpus: float
     known: bool  # False when some deployment's options are not in the config (e.g. built by args)
+
+    def __init__(self, gpus: float, known: bool) -> None:
+        set_field(self, "gpus", gpus)
+        set_field(self, "known", known)
 
 
 def gpu_demand(config: ServeConfig) -> GpuDemand:
@@ -190,15 +209,23 @@ def _replica_ceiling(dep: dict[str, Any]) -> int:
 
 
 
-@dataclass(frozen=True, slots=True)
-class ReplicaNeed:
+class ReplicaNeed(Record):
     """What one deployment asks of the cluster at its replica ceiling."""
+
+    __slots__ = ("path", "replicas", "per_node", "cpus", "gpus")
 
     path: Path  # spec.serveConfigV2.applications[name=…].deployments[name=…]
     replicas: int
     per_node: int | None  # max_replicas_per_node
     cpus: float  # per replica (Serve reserves one CPU unless ray_actor_options says otherwise)
     gpus: float
+
+    def __init__(self, path: Path, replicas: int, per_node: int | None, cpus: float, gpus: float) -> None:
+        set_field(self, "path", path)
+        set_field(self, "replicas", replicas)
+        set_field(self, "per_node", per_node)
+        set_field(self, "cpus", cpus)
+        set_field(self, "gpus", gpus)
 
 
 def replica_needs(config: ServeConfig) -> list[ReplicaNeed]:

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
-from typing import Any
 
+from diffing.hints import Any
 from diffing.kube import names
 from diffing.kube.paths import Path
 from diffing.kube.values import mapping

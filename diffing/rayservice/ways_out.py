@@ -10,8 +10,8 @@ a policy setting that releases exactly this kind of hold). Pure: values in, sent
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
+from diffing.hints import Any
 from diffing.holds import (
     ALWAYS_SETTING,
     NOT_APPLIED_SETTING,
