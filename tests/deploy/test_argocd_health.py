@@ -18,7 +18,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scripts.gen_argocd_health import KINDS, PATCH, config_key, read_scripts, render_patch
+from scripts.gen_argocd_health import HEALTH, KINDS, PATCH, config_key, read_scripts, render_patch
 from tests.deploy.argocd_lua import ALLOWED_STATUSES, new_runtime, run_health
 from tests.deploy.ray_status import (
     ACTIVE,
@@ -42,7 +42,6 @@ from tests.deploy.ray_status import (
     upgrading,
 )
 
-HEALTH = Path(__file__).resolve().parents[2] / "deploy" / "argocd" / "health"
 SCRIPTS = read_scripts()
 KUBECTL = shutil.which("kubectl")
 
