@@ -6,6 +6,8 @@ against the stand-in, which refuses what GitHub refuses."""
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
 
 import httpx
 import pytest
@@ -20,10 +22,12 @@ from github_helpers import (
     SERVICE_LOGIN,
     TOKEN,
     github_service,
+    gitops_module,
     manifest,
     payload,
     payload_bytes,
     post_event,
+    pull_event,
     settle,
     statuses_for,
     wait_for,
@@ -191,3 +195,29 @@ def test_the_suggestion_body_carries_its_key_and_a_fence_longer_than_the_line():
     body = suggestion_body(edit)
     assert body.startswith(f"<!-- rayservice-impact:suggestion {key_of(edit)} -->\n")
     assert "````suggestion\n  x: '```'\n````\n" in body
+
+
+# -- a rendered root: the edit goes in the overlay's file ---------------------------------------
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_an_overlay_that_suspends_gets_the_suggestion_on_its_own_patch_line(tmp_path: Path) -> None:
+    g = gitops_module()
+    repo = g.make_repo(tmp_path)
+    start = g.git(repo, "rev-parse", "HEAD")
+    g.git(repo, "checkout", "-q", "-b", "pause")
+    g.edit_yaml(repo, "overlays/prod/serve-patch.yaml", lambda d: d["spec"].update(suspend=True))
+    head = g.commit(repo, "pause prod")
+    g.git(repo, "checkout", "-q", "main")
+    with github_service(GitHubStandIn(token=TOKEN)) as (url, gh):
+        gh.add_git_merge_pull(OWNER, REPO, 9, repo, base_ref="main", head_sha=head)
+        post_event(url, "pull_request", pull_event(9, start, head))
+        wait_for(lambda: statuses_for(gh, head), timeout=60, what="the status")
+        settle(gh, 0.3)
+    assert [s["state"] for s in gh.statuses] == ["failure"]
+    [comment] = gh.review_comments[(OWNER, REPO, 9)]
+    patch = "overlays/prod/serve-patch.yaml"
+    line = g.git(repo, "show", f"{head}:{patch}").splitlines().index("  suspend: true") + 1
+    assert (comment["path"], comment["line"], comment["commit_id"]) == (patch, line, head)
+    assert SUGGESTION in comment["body"]
+    [sticky] = gh.comments[(OWNER, REPO, 9)]
+    assert f"Suggested on `{patch}` line {line}" in sticky["body"]
