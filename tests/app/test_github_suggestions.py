@@ -59,9 +59,10 @@ def _run(url: str, gh: GitHubStandIn, head: str = HEAD_SHA, **changes: str) -> N
     settle(gh)
 
 
-@pytest.mark.parametrize("render", ["auto", "none"])
-def test_a_hold_whose_way_out_is_a_line_of_the_diff_gets_one_suggestion(render):
-    with github_service(render=render) as (url, gh):
+@pytest.mark.parametrize(("render", "executor"),
+                         [("auto", "thread"), ("none", "thread"), ("auto", "process")])
+def test_a_hold_whose_way_out_is_a_line_of_the_diff_gets_one_suggestion(render, executor):
+    with github_service(render=render, analysis_executor=executor, analysis_workers=1) as (url, gh):
         _suspending_pull(gh)
         _run(url, gh)
     [review] = gh.reviews
