@@ -72,3 +72,13 @@ def test_the_markdown_shows_the_edit_as_a_diff_or_points_at_the_suggestion():
     assert (f"  Suggested on `{FILE}` line {LINE} in this pull request's diff: apply it from the review "
             "comment there.") in pointed
     assert "```diff" not in pointed
+
+
+def test_a_raycluster_suspend_is_the_same_one_line_edit() -> None:
+    before = (ROOT / "samples/raycluster-image-bump/before.yaml").read_text()
+    after = before.replace("\nspec:\n", "\nspec:\n  suspend: true\n", 1)
+    report = diffing.analyze([("base:c.yaml", before)], [("head:c.yaml", after)])
+    [edit] = line_edits(report, {"c.yaml": after}.get)
+    line = after.splitlines().index("  suspend: true") + 1
+    assert (edit.owner[0], edit.file, edit.line, edit.old, edit.new) == (
+        "RayCluster", "c.yaml", line, "  suspend: true", "  suspend: false")
