@@ -82,3 +82,14 @@ def test_a_raycluster_suspend_is_the_same_one_line_edit() -> None:
     line = after.splitlines().index("  suspend: true") + 1
     assert (edit.owner[0], edit.file, edit.line, edit.old, edit.new) == (
         "RayCluster", "c.yaml", line, "  suspend: true", "  suspend: false")
+
+
+def test_a_change_under_upgrade_strategy_none_gets_the_strategy_line_rewritten() -> None:
+    bumped = (ROOT / "tests/data/github/manifests/sample.head.yaml").read_text()
+    strategy = "spec:\n  upgradeStrategy:\n    type: None\n  # serveConfigV2"
+    after = bumped.replace("spec:\n  # serveConfigV2", strategy, 1)
+    report = diffing.analyze([(f"base:{FILE}", BASE)], [(f"head:{FILE}", after)])
+    [edit] = line_edits(report, {FILE: after}.get)
+    assert (edit.field, edit.line, edit.old, edit.new) == (
+        ("spec", "upgradeStrategy", "type"), after.splitlines().index("    type: None") + 1, "    type: None",
+        "    type: NewCluster")
