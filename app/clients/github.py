@@ -432,6 +432,22 @@ class GitHubClient:
                 log.warning("github POST %s: %s; not stored, retrying in %.1fs", path, exc, wait)
                 await self._sleep(wait)
 
+    def review_comments(self, owner: str, repo: str, number: int) -> AsyncIterator[dict[str, Any]]:
+        """``GET pulls/{n}/comments``: the review comments on the pull request's diff, each with its
+        ``path``, ``line`` (null once a later push changed that line), ``side``, ``commit_id``,
+        ``user`` and ``body``."""
+        return self.paginate(f"/repos/{_q(owner)}/{_q(repo)}/pulls/{number}/comments")
+
+    async def create_review(self, owner: str, repo: str, number: int, commit_id: str, body: str,
+                            comments: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """``POST pulls/{n}/reviews`` with ``event: COMMENT``: one review on ``commit_id`` holding
+        ``comments`` (each ``path``, ``line``, ``side``, ``body``). GitHub refuses the whole review
+        (422) when a comment's line is not on the diff. Not idempotent: a 5xx or a lost answer is
+        :class:`GitHubUncertain` (the caller looks before posting again)."""
+        payload = {"commit_id": commit_id, "body": body, "event": "COMMENT", "comments": list(comments)}
+        return (await self.request("POST", f"/repos/{_q(owner)}/{_q(repo)}/pulls/{number}/reviews",
+                                   json=payload, idempotent=False)).json()
+
     async def update_comment(self, owner: str, repo: str, comment_id: int, body: str) -> dict[str, Any]:
         path = f"/repos/{_q(owner)}/{_q(repo)}/issues/comments/{comment_id}"
         return (await self.request("PATCH", path, json={"body": body})).json()

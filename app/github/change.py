@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.clients.github import GitHubClient, GitHubError
@@ -98,6 +98,7 @@ class Change:
     files_listed: int
     yaml_files: int
     submodules: tuple[str, ...] = ()  # changed paths that are submodules (their content is unknown)
+    patches: dict[str, str] = field(default_factory=dict, compare=False)  # head path -> its patch
 
     @property
     def is_truncated(self) -> bool:
@@ -132,8 +133,19 @@ async def _aiter(items: Iterable[dict[str, Any]]) -> AsyncIterator[dict[str, Any
         yield item
 
 
-async def fetch_changed_paths(gh: GitHubClient, pr: PullRequest) -> tuple[set[str], int]:
-    """(every path the PR touched, both names of a rename; how many files GitHub listed).
+def patch_of(entry: dict[str, Any]) -> tuple[str, str] | None:
+    """(head path, patch) of a ``diff-entry`` that has a patch (GitHub leaves it out for a binary
+    or very large diff): what a review comment can be anchored on (:mod:`.suggestions`)."""
+    patch, name = entry.get("patch"), entry.get("filename")
+    if not isinstance(patch, str) or not name or entry.get("status") == "removed":
+        return None
+    return str(name), patch
+
+
+async def fetch_changed_paths(gh: GitHubClient, pr: PullRequest,
+                              patches: dict[str, str] | None = None) -> tuple[set[str], int]:
+    """(every path the PR touched, both names of a rename; how many files GitHub listed);
+    ``patches``, when given, gets each file's patch (:func:`patch_of`).
 
     All files, not only YAML: a kustomization may read any file (a configMapGenerator's
     input, a Helm values file), and which roots read which files is known only from the tree.
@@ -145,6 +157,8 @@ async def fetch_changed_paths(gh: GitHubClient, pr: PullRequest) -> tuple[set[st
         for key in ("filename", "previous_filename"):
             if entry.get(key):
                 paths.add(str(entry[key]))
+        if patches is not None and (found := patch_of(entry)) is not None:
+            patches[found[0]] = found[1]
     return paths, listed
 
 
@@ -160,8 +174,11 @@ async def fetch_change(gh: GitHubClient, pr: PullRequest,
     listed = 0
     source = _aiter(entries) if entries is not None else gh.pull_files(pr.owner, pr.repo, pr.number)
     changed: set[str] = set()
+    patches: dict[str, str] = {}
     async for entry in source:
         listed += 1
+        if entries is None and (found := patch_of(entry)) is not None and is_yaml(found[0]):
+            patches[found[0]] = found[1]
         if maybe_submodule(entry):
             changed.update(str(entry[k]) for k in ("filename", "previous_filename") if entry.get(k))
         base, head = plan_fetches(entry)
@@ -180,7 +197,7 @@ async def fetch_change(gh: GitHubClient, pr: PullRequest,
     before, after = kuberay_texts(
         (f"{pr.base_sha[:7]}:{base}", b, f"{pr.head_sha[:7]}:{head}", a)
         for (base, head), (b, a) in zip(plans, texts, strict=True))
-    return Change(before, after, listed, len(plans), await _changed_submodules(gh, pr, changed))
+    return Change(before, after, listed, len(plans), await _changed_submodules(gh, pr, changed), patches)
 
 
 async def _changed_submodules(gh: GitHubClient, pr: PullRequest, changed: set[str]) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from urllib.parse import quote, unquote
 import diffing
 from app.output import EXIT_HOLD, EXIT_OK
 from diffing.kinds import NAMES_TEXT
+from diffing.render.edits import LineEdit
 
 MARKER = "<!-- rayservice-impact -->"
 MAX_BODY_CHARS = 60_000
@@ -54,6 +55,7 @@ class Verdict:
     digest: str = ""    # what the result rests on (:func:`report_digest`): an approval is bound to it
     numbers: str = ""   # what a reader acts on (:func:`numbers_digest`): a quiet comment changes with it
     touches: bool = False  # the change changes a RayService, RayCluster, RayJob or RayCronJob
+    edits: tuple[LineEdit, ...] = ()  # the author's one-line edits (:mod:`.suggestions` posts the suggested)
 
     @property
     def conclusion(self) -> str:
@@ -65,22 +67,24 @@ def shorten(text: str, limit: int = MAX_DESCRIPTION) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def verdict_for_report(report: diffing.Report, *, note: str = "", locate: Any = None) -> Verdict:
+def verdict_for_report(report: diffing.Report, *, note: str = "", locate: Any = None,
+                       edits: tuple[LineEdit, ...] = ()) -> Verdict:
     """The gate for a report. One whose only content is ``render-failed`` errors is not "no
     change": what those roots deploy is unknown, so it holds (``renderFailure: warn`` turns
     them into warnings first, and then it passes). ``locate``: the pull request's file and line
-    of a rendered change (:func:`app.annotate.rendered_locator`), for the author's ways out."""
+    of a rendered change (:func:`app.annotate.rendered_locator`), for the author's ways out;
+    ``edits``: those ways out as lines of the author's files (:func:`.suggestions.edits_for`)."""
     state = STATE_FOR_DECISION.get(report.decision, "error")
     if not report.resources and any(f.severity == "error" and f.code == "render-failed"
                                     for f in report.findings):
         state = "failure"
     budget = MAX_BODY_CHARS - 2_000  # room for the marker, the note and the footer
-    markdown = diffing.render_markdown(report, max_chars=budget, locate=locate)
+    markdown = diffing.render_markdown(report, max_chars=budget, locate=locate, edits=edits)
     if note:
         markdown = f"> [!WARNING]\n> {note}\n\n{markdown}"
     return Verdict(state, shorten(report.summary), markdown, shorten(report.summary, 255),
                    digest=report_digest(report, note), numbers=numbers_digest(report.to_dict(), note),
-                   touches=any(r.action != "unchanged" for r in report.resources))
+                   touches=any(r.action != "unchanged" for r in report.resources), edits=edits)
 
 
 def numbers_digest(report: dict[str, Any], note: str = "") -> str:

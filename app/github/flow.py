@@ -54,6 +54,7 @@ from .own import find_sticky_comment
 from .rendering import RenderedPull, render_pull
 from .repo_config import ALWAYS, read_config
 from .revisions import MERGEABLE_WAITS, NOTE_PR_FILES_CAP, merge_group_entries, resolve
+from .suggestions import edits_for, post_suggestions
 
 if TYPE_CHECKING:
     from app.workers import AnalysisPool
@@ -88,6 +89,7 @@ class Outcome:
     state: str
     description: str = ""
     comment: str = "none"       # created | updated | unchanged | stale | quiet | none | failed
+    suggestions: str = "none"   # none | unchanged | posted N | failed (:mod:`.suggestions`)
     check_run: bool = False
     retryable: bool = False     # a GitHub failure, not a verdict: the same event may run again
     timings: dict[str, float] = field(default_factory=dict)
@@ -178,7 +180,9 @@ async def run_pull_request(gh: GitHubClient, pr: PullRequest, options: AnalysisO
             log.exception("%s: analysis failed", pr.full_name)
             verdict = verdict_for_error(f"internal error ({type(exc).__name__})")
         else:
-            verdict = verdict_for_report(report, note=note)
+            heads = {source.split(":", 1)[1]: text for source, text in change.after}
+            edits = edits_for(report, heads.get, change.patches)
+            verdict = verdict_for_report(report, note=note, edits=edits)
         timings["analyse"] = time.monotonic() - started
     verdict, mode = await comment_mode(gh, pr, pr.base_sha, verdict)
     return await publish_verdict(gh, pr, verdict, check_run=check_run, is_current=is_current,
@@ -240,9 +244,11 @@ async def comment_mode(gh: GitHubClient, pr: PullRequest, base_sha: str,
     return verdict, config.comment
 
 
-def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str) -> Verdict:
+def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str,
+                     patches: dict[str, str] | None = None) -> Verdict:
     """The verdict of a rendered change, computed where the analysis runs (a pool worker: only
-    plain strings come back). Errors are verdicts too."""
+    plain values come back). Errors are verdicts too. ``patches``: the pull request's files list
+    (path -> patch), for the edits it can carry as suggestions."""
     try:
         report = analyze_rendered(rendered, **kwargs)
     except diffing.ManifestError as exc:
@@ -251,8 +257,15 @@ def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str
         return verdict_for_error(str(exc))
     if not report.resources and not report.findings and not report.not_analysed:
         return verdict_for_no_change()  # rendered, but no Ray object (nor any problem) in it
-    verdict = verdict_for_report(report, note=note, locate=rendered_locator(rendered, rendered.read_head))
+    verdict = _rendered_report_verdict(report, rendered, note, patches or {})
     return dataclasses.replace(verdict, annotations=check_annotations(report, rendered))
+
+
+def _rendered_report_verdict(report: diffing.Report, rendered: RenderedChange, note: str,
+                             patches: dict[str, str]) -> Verdict:
+    locate = rendered_locator(rendered, rendered.read_head)
+    return verdict_for_report(report, note=note, locate=locate,
+                              edits=edits_for(report, rendered.read_head, patches, locate))
 
 
 def check_annotations(report: diffing.Report, rendered: RenderedChange) -> tuple[dict[str, Any], ...]:
@@ -280,13 +293,14 @@ async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: An
     if not rendered.before and not rendered.after and not rendered.notes:
         return verdict_for_no_change()
     note = notes_text(pull.revisions.all_notes if pull.revisions is not None else ())
+    patches = pull.revisions.patches if pull.revisions is not None else {}
     if options.pool is not None:  # worker processes: a runaway analysis is killed, not waited for
         live = await live_basis_for_texts(rendered.after, enabled=options.live_enabled,
                                           kuberay_version=options.kuberay_version, headroom=None,
                                           timeout=options.kubernetes_timeout, budget=options.timeout)
         kwargs = {"kuberay_version": options.kuberay_version, "policy": options.policy, "live": live}
         try:
-            verdict: Verdict = await options.pool.call(rendered_verdict, rendered, kwargs, note,
+            verdict: Verdict = await options.pool.call(rendered_verdict, rendered, kwargs, note, patches,
                                                        timeout=options.timeout)
         except ServiceUnavailable as exc:
             return verdict_for_error(exc.message)
@@ -307,7 +321,7 @@ async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: An
         return verdict_for_error(f"internal error ({type(exc).__name__})")
     if not report.resources and not report.findings:
         return verdict_for_no_change()  # rendered, but no Ray object (nor any problem) in it
-    return verdict_for_report(report, note=note, locate=rendered_locator(rendered, rendered.read_head))
+    return _rendered_report_verdict(report, rendered, note, patches)
 
 
 async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *, check_run: bool = False,
@@ -334,6 +348,8 @@ async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *
     async with commit_lock(pr):
         if not pr.is_merge_group:
             verdict = await _comment(gh, pr, verdict, outcome, footer, approval_key, binding, comment_mode)
+            if outcome.comment != "stale" and is_current():  # the author's edits where GitHub applies them
+                outcome.suggestions = await post_suggestions(gh, pr, verdict.edits)
         if not is_current():  # a newer head arrived while we wrote the comment: its run posts the rest
             outcome.state = "superseded"
             return outcome

@@ -22,6 +22,7 @@ The status and check run always go to the pull request's head SHA (or the group'
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ class Revisions:
     base_ref: str = ""
     status_sha: str = ""             # the PR's (or group's) head: it gets the status
     entries: tuple[dict[str, Any], ...] | None = field(default=None, compare=False)  # merge groups
+    patches: dict[str, str] = field(default_factory=dict, compare=False)  # the PR's files list: path -> patch
 
     @property
     def is_truncated(self) -> bool:
@@ -105,8 +107,10 @@ async def resolve(gh: GitHubClient, pr: PullRequest, *, waits: tuple[float, ...]
     """What ``pr`` (a pull request or a merge group) compares; GitHubError when GitHub cannot be read."""
     if pr.is_merge_group:
         return await merge_group_revisions(gh, pr)
-    paths, listed = await fetch_changed_paths(gh, pr)
-    return await pull_revisions(gh, pr, frozenset(paths), listed, waits=waits, sleep=sleep)
+    patches: dict[str, str] = {}
+    paths, listed = await fetch_changed_paths(gh, pr, patches)
+    revisions = await pull_revisions(gh, pr, frozenset(paths), listed, waits=waits, sleep=sleep)
+    return dataclasses.replace(revisions, patches=patches)  # what review comments can be anchored on
 
 
 async def pull_revisions(gh: GitHubClient, pr: PullRequest, paths: frozenset[str], listed: int, *,

@@ -35,6 +35,7 @@ from diffing.kube.quantity import Quantity, QuantityError, format_amount
 from diffing.kube.resources import human, is_bytes
 from diffing.render.annotations import Locate, default_locate, holding
 from diffing.render.citations import link_citations
+from diffing.render.edits import LineEdit, edit_for
 from diffing.report import HOLD, IGNORE, Change, Finding, Report, ResourceReport
 from diffing.vocab import Actor, Severity
 
@@ -458,10 +459,23 @@ def _fix_block(fix: tuple[Any, Any], indent: str) -> list[str]:
     return ["", *(indent + line for line in ["```yaml", *body, "```"])]
 
 
-def _ways_out(r: ResourceReport, locate: Locate | None) -> list[str]:
+def _edit_block(edit: LineEdit | None, fix: Any, indent: str) -> list[str]:
+    """The edit of one way out: where it is suggested on the pull request's diff, else the line
+    of the author's file as a diff, else (no line known) the YAML to write."""
+    if edit is None:
+        return _fix_block(fix, indent) if fix else []
+    where = f"`{edit.file}` line {edit.line}"
+    if edit.suggested:
+        return ["", f"{indent}Suggested on {where} in this pull request's diff: apply it from the "
+                    "review comment there."]
+    return ["", f"{indent}In {where}:", "", *(indent + line for line in
+                                                ["```diff", f"-{edit.old}", f"+{edit.new}", "```"])]
+
+
+def _ways_out(r: ResourceReport, locate: Locate | None, edits: tuple[LineEdit, ...] = ()) -> list[str]:
     """The ways out of a hold, by who can take them: the reviewer's, the author's (with the
-    file and line the hold comes from, and the YAML of an edit that releases it), the
-    platform's."""
+    file and line the hold comes from, and the edit that releases it: a suggestion on the
+    diff, a diff of the line, or the YAML to write), the platform's."""
     if not r.ways_out:
         return []
     lines = ["**Ways out**", ""]
@@ -473,23 +487,24 @@ def _ways_out(r: ResourceReport, locate: Locate | None) -> list[str]:
         head = f"**{name}**" + (f" (the hold comes from {place})" if place else "")
         if len(ways) == 1:
             lines.append(f"- {head}: {link_citations(ways[0].text)}")
-            lines += _fix_block(ways[0].fix, "  ") if ways[0].fix else []
+            lines += _edit_block(edit_for(edits, r, ways[0]), ways[0].fix, "  ")
             continue
         lines.append(f"- {head}:")
         for way in ways:
             lines.append(f"  - {link_citations(way.text)}")
-            lines += _fix_block(way.fix, "    ") if way.fix else []
+            lines += _edit_block(edit_for(edits, r, way), way.fix, "    ")
     return [*lines, ""]
 
 
-def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate | None = None) -> list[str]:
+def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate | None = None,
+              edits: tuple[LineEdit, ...] = ()) -> list[str]:
     differs = _decision(r, report)
     lines = [f"### {ICON.get(r.decision, '')} {_label(r)}: {r.rollout}"
              f"{f' → {differs}' if differs else ''}", ""]
     if r.source:
         lines += [f"<sub>{r.source}</sub>", ""]
     lines += [f"- {link_citations(reason)}" for reason in r.reasons] + [""]
-    lines += _ways_out(r, locate)
+    lines += _ways_out(r, locate, edits)
     lines += _capacity(r)
     if r.capacity.serve:
         s = r.capacity.serve
@@ -505,23 +520,26 @@ def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate |
     return lines
 
 
-def render_markdown(report: Report, *, max_chars: int | None = None, locate: Locate | None = None) -> str:
+def render_markdown(report: Report, *, max_chars: int | None = None, locate: Locate | None = None,
+                    edits: tuple[LineEdit, ...] = ()) -> str:
     """The markdown report; with ``max_chars`` it is shortened to fit, verdict kept. ``locate``
     maps a resource's change to the pull request's file and line (a rendered root's overlay
     line, :func:`app.annotate.rendered_locator`), for the author's ways out; without it a
-    plain file's own lines are used."""
+    plain file's own lines are used. ``edits``: the author's ways out as lines of their files
+    (:func:`diffing.render.edits.line_edits`), shown as a diff, or as a pointer to the
+    suggestion on the pull request's diff."""
     head = _header(report)
     order = _ordered(report)
-    full = "\n".join(head + [line for r in order for line in _resource(r, report, False, locate)])
+    full = "\n".join(head + [line for r in order for line in _resource(r, report, False, locate, edits)])
     if max_chars is None or len(full) <= max_chars:
         return full.rstrip() + "\n"
-    compact = "\n".join(head + [line for r in order for line in _resource(r, report, True, locate)])
+    compact = "\n".join(head + [line for r in order for line in _resource(r, report, True, locate, edits)])
     note = "\n\n_…truncated to fit; run `rayservice-impact` for the full report._\n"
     if len(compact) + len(note) <= max_chars:
         return compact.rstrip() + note
     text = "\n".join(head)
     for r in order:
-        block = "\n".join(_resource(r, report, True, locate))
+        block = "\n".join(_resource(r, report, True, locate, edits))
         if len(text) + len(block) + len(note) + 1 > max_chars:
             break
         text += "\n" + block

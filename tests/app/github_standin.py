@@ -20,6 +20,14 @@ token (``GET /user`` answers that user) or, when ``token_login`` is None, a work
 ``GITHUB_TOKEN`` (``github-actions[bot]``, ``GET /user`` 403). Comments and statuses are authored by
 the caller. ``GET commits/{ref}/statuses`` lists a commit's statuses, newest first.
 
+A files list's ``patch`` is the file's real unified diff without its headers (``@@`` hunks with 3
+lines of context, as GitHub shows it); ``drop_patch`` leaves it out, as GitHub does for a diff too
+large to show. Reviews (``POST pulls/{n}/reviews``) are checked as GitHub checks them: ``event``
+one of APPROVE, REQUEST_CHANGES, COMMENT (a COMMENT needs a body), ``commit_id`` a commit of the
+pull request when given, and each comment's ``path`` a file of the diff and its ``line`` a line
+the diff shows on its ``side`` (else 422 and nothing is stored); ``GET pulls/{n}/comments`` lists
+the stored review comments.
+
 Tarballs (``GET /repos/{o}/{r}/tarball/{ref}``) answer 302 to a codeload path on the same host
 (``/_codeload/{o}/{r}/legacy.tar.gz/{sha}?token=...``, like GHES), which serves a real
 ``git archive --format=tar.gz --prefix={o}-{r}-{sha7}/`` of a repository registered with
@@ -29,6 +37,7 @@ Tarballs (``GET /repos/{o}/{r}/tarball/{ref}``) answer 302 to a codeload path on
 from __future__ import annotations
 
 import base64
+import difflib
 import gzip
 import io
 import json
@@ -105,6 +114,9 @@ class GitHubStandIn:
         self.pulls: dict[tuple[str, str, int], dict[str, Any]] = {}   # GET pulls/{n} answers
         self.mergeable_after: dict[tuple[str, str, int], int] = {}    # reads answered mergeable: null
         self.permissions: dict[str, str] = {}                         # login -> role name
+        self.review_comments: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+        self.reviews: list[dict[str, Any]] = []
+        self.heads: dict[tuple[str, str, int], str] = {}              # the pull request's head SHA
         self.lock = threading.Lock()
         self._ids = 1000
         self.routes = [
@@ -120,6 +132,9 @@ class GitHubStandIn:
             ("POST", r"/app/installations/(?P<id>\d+)/access_tokens", self._access_token),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/tarball/(?P<ref>.+)", self._tarball),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)", self._pull),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/comments",
+             self._list_review_comments),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/reviews", self._create_review),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/ref/heads/(?P<ref>.+)", self._branch_ref),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/compare/(?P<base>.+?)\.\.\.(?P<head>.+)",
              self._compare),
@@ -152,11 +167,12 @@ class GitHubStandIn:
                      "changes": 2, "blob_url": f"https://github.com/{owner}/{repo}/blob/{head_sha}/{path}",
                      "raw_url": f"https://github.com/{owner}/{repo}/raw/{head_sha}/{path}",
                      "contents_url": f"https://api.github.com/repos/{owner}/{repo}/contents/{path}?ref={head_sha}",
-                     "patch": "@@ -1 +1 @@"}
+                     "patch": _patch(before or "", after or "")}
             if old != path:
                 entry["previous_filename"] = old
             entries.append(entry)
         self.files[(owner, repo, number)] = entries + list(extra)
+        self.heads[(owner, repo, number)] = head_sha
 
     def add_git_pull(self, owner: str, repo: str, number: int, base_sha: str, head_sha: str,
                      path: Path) -> None:
@@ -165,6 +181,7 @@ class GitHubStandIn:
         ``git archive``."""
         self.git_repos[(owner, repo)] = path
         self.files[(owner, repo, number)] = _diff_entries(path, base_sha, head_sha)
+        self.heads[(owner, repo, number)] = head_sha
 
     def add_git_merge_pull(self, owner: str, repo: str, number: int, path: Path, *, base_ref: str,
                            head_sha: str, head_ref: str = "feature", head_repo: str | None = None,
@@ -177,6 +194,7 @@ class GitHubStandIn:
         tip = _git(path, "rev-parse", f"refs/heads/{base_ref}")
         merge_base = _git(path, "merge-base", tip, head_sha)
         self.files[(owner, repo, number)] = _diff_entries(path, merge_base, head_sha)
+        self.heads[(owner, repo, number)] = head_sha
         merged = subprocess.run(["git", "-C", str(path), "merge-tree", "--write-tree", "--no-messages", tip,
                                  head_sha], capture_output=True, text=True)
         merge_sha = None
@@ -205,6 +223,12 @@ class GitHubStandIn:
         self.pulls[(owner, repo, number)] = pull
         self.mergeable_after[(owner, repo, number)] = mergeable_after
         return pull
+
+    def drop_patch(self, owner: str, repo: str, number: int, path: str) -> None:
+        """GitHub's files list without ``path``'s patch (a diff too large to show)."""
+        for entry in self.files[(owner, repo, number)]:
+            if entry["filename"] == path:
+                entry.pop("patch", None)
 
     def fail(self, method: str, pattern: str, status: int, *, times: int = 1,
              headers: dict[str, str] | None = None, body: Any = None, after_commit: bool = False) -> None:
@@ -322,6 +346,62 @@ class GitHubStandIn:
                    "author_association": "NONE", "performed_via_github_app": self._via_app(call)}
         self.comments.setdefault((g["o"], g["r"], int(g["n"])), []).append(comment)
         return _json(comment, 201)
+
+    def _list_review_comments(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        return self._page(request, self.review_comments.get((g["o"], g["r"], int(g["n"])), []))
+
+    def _create_review(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        key = (g["o"], g["r"], int(g["n"]))
+        entries = self.files.get(key)
+        if entries is None:
+            return _json(NOT_FOUND, 404)
+        body = call.body if isinstance(call.body, dict) else {}
+        event = body.get("event")
+        if event not in (None, "APPROVE", "REQUEST_CHANGES", "COMMENT"):
+            return _unprocessable(f"event must be one of APPROVE, REQUEST_CHANGES, COMMENT, not {event!r}")
+        if event in ("REQUEST_CHANGES", "COMMENT") and not str(body.get("body") or "").strip():
+            return _unprocessable("Review body can't be blank when using REQUEST_CHANGES or COMMENT")
+        head = self.heads.get(key, "")
+        commit = str(body.get("commit_id") or head)
+        if commit != head:
+            return _unprocessable(f"No commit found for SHA: {commit}")
+        patches = {e["filename"]: e.get("patch") for e in entries}
+        comments = body.get("comments") or []
+        for c in comments:
+            if c.get("path") not in patches:
+                return _unprocessable("Path could not be resolved")
+            side = c.get("side", "RIGHT")
+            shown = _diff_side(patches[c["path"]] or "", side)
+            if not isinstance(c.get("line"), int) or c["line"] not in shown:
+                return _unprocessable("Line could not be resolved")
+        self._ids += 1
+        review_id = self._ids
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        user = self._caller(call)
+        pull_url = f"https://api.github.com/repos/{g['o']}/{g['r']}/pulls/{g['n']}"
+        for c in comments:
+            self._ids += 1
+            side = c.get("side", "RIGHT")
+            self.review_comments.setdefault(key, []).append({
+                "id": self._ids, "node_id": f"PRRC_{self._ids}", "pull_request_review_id": review_id,
+                "url": f"https://api.github.com/repos/{g['o']}/{g['r']}/pulls/comments/{self._ids}",
+                "diff_hunk": _hunk_to(patches[c["path"]] or "", c["line"], side), "path": c["path"],
+                "commit_id": commit, "original_commit_id": commit, "user": user, "body": c["body"],
+                "created_at": now, "updated_at": now,
+                "html_url": f"https://github.com/{g['o']}/{g['r']}/pull/{g['n']}#discussion_r{self._ids}",
+                "pull_request_url": pull_url, "author_association": "NONE", "start_line": None,
+                "original_start_line": None, "start_side": None, "line": c["line"],
+                "original_line": c["line"], "side": side, "subject_type": "line",
+                "performed_via_github_app": self._via_app(call)})
+        review = {"id": review_id, "node_id": f"PRR_{review_id}", "user": user,
+                  "body": body.get("body") or "",
+                  "state": {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED",
+                            "COMMENT": "COMMENTED"}.get(str(event), "PENDING"),
+                  "html_url": f"https://github.com/{g['o']}/{g['r']}/pull/{g['n']}#pullrequestreview-{review_id}",
+                  "pull_request_url": pull_url, "submitted_at": now if event else None, "commit_id": commit,
+                  "author_association": "NONE"}
+        self.reviews.append({**review, "comments": comments})
+        return _json(review, 200)
 
     def _update_comment(self, request: Request, call: Call, g: dict[str, str]) -> Response:
         for comments in self.comments.values():
@@ -580,12 +660,59 @@ def _diff_entries(path: Path, base: str, head: str) -> list[dict[str, Any]]:
             old = new = fields[i + 1]
             i += 2
         status = {"A": "added", "D": "removed", "R": "renamed", "C": "copied"}.get(letter, "modified")
-        entry = {"sha": "0" * 40, "filename": new, "status": status, "additions": 1, "deletions": 1,
-                 "changes": 2, "patch": "@@ -1 +1 @@"}
+        entry: dict[str, Any] = {"sha": "0" * 40, "filename": new, "status": status, "additions": 1,
+                                 "deletions": 1, "changes": 2}
+        diff = subprocess.run(["git", "-C", str(path), "diff", "--no-color", "-M", base, head, "--", old,
+                               new], check=True, capture_output=True).stdout.decode(errors="replace")
+        if "\n@@ " in "\n" + diff:  # a binary file has no hunks, and GitHub no patch
+            entry["patch"] = diff[("\n" + diff).index("\n@@ "):].rstrip("\n")
         if letter in "RC":
             entry["previous_filename"] = old
         entries.append(entry)
     return entries
+
+
+def _patch(before: str, after: str) -> str:
+    """A file's patch as GitHub's files list gives it: the unified diff's hunks, no file headers."""
+    lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=3))
+    return "\n".join(lines[2:])
+
+
+def _diff_side(patch: str, side: str) -> list[int]:
+    """The line numbers a diff shows on ``side`` (RIGHT: the head's added and context lines; LEFT:
+    the base's removed and context lines), in the patch's order."""
+    shown: list[int] = []
+    old = new = 0
+    for raw in patch.split("\n"):
+        m = re.match(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@", raw)
+        if m:
+            old, new = int(m.group(1)), int(m.group(2))
+            continue
+        kind = raw[:1]
+        if kind in ("+", " ") and side == "RIGHT":
+            shown.append(new)
+        if kind in ("-", " ") and side == "LEFT":
+            shown.append(old)
+        old += kind in ("-", " ")
+        new += kind in ("+", " ")
+    return shown
+
+
+def _hunk_to(patch: str, line: int, side: str) -> str:
+    """A review comment's ``diff_hunk``: its hunk's header and lines up to the commented one."""
+    out: list[str] = []
+    for raw in patch.split("\n"):
+        out = [raw] if raw.startswith("@@") else [*out, raw]
+        shown = _diff_side("\n".join(out), side)
+        if shown and shown[-1] == line and raw[:1] in ("+", " ", "-"):
+            break
+    return "\n".join(out)
+
+
+def _unprocessable(error: str) -> Response:
+    return _json({"message": "Unprocessable Entity", "errors": [error],
+                  "documentation_url": "https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request",
+                  "status": "422"}, 422)
 
 
 def _rate_headers() -> dict[str, str]:
