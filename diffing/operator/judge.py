@@ -464,3 +464,15 @@ def service_hash(engine: Engine, stored: Mapping[str, Any]) -> str:
         _clear(types, engine.schemas, encoded, types.root, pattern)
     digest = hashlib.sha1(go_json(encoded), usedforsecurity=False).digest()
     return base64.b32hexencode(digest).decode("ascii")
+
+
+def with_operator_upgrade(report: Any, upgrade: OperatorUpgrade) -> Any:
+    """``report`` (a :class:`~diffing.report.Report`) with ``upgrade`` under ``operatorUpgrade``:
+    a hold of the upgrade holds the whole change, and the summary says so."""
+    from diffing.record import replace
+
+    decision = HOLD if upgrade.decision == HOLD else report.decision
+    summary = report.summary if decision == report.decision else f"{decision}: {upgrade.summary}"
+    if decision == report.decision:
+        summary = f"{report.summary}; operator upgrade: {upgrade.summary}"
+    return replace(report, decision=decision, summary=summary, operator_upgrade=upgrade)
