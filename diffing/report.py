@@ -188,7 +188,7 @@ class ResourceReport(Record):
 
 class Report(Record):
     __slots__ = ("kuberay_version", "decision", "summary", "resources", "findings", "not_analysed",
-                 "environments")
+                 "environments", "operator_upgrade")
 
     kuberay_version: str
     decision: str
@@ -197,10 +197,12 @@ class Report(Record):
     findings: tuple[Finding, ...]  # about the change as a whole, e.g. a root that failed to render
     not_analysed: dict[str, int]  # other kinds that changed, by kind
     environments: tuple[str, ...]  # the policy's order of environments, for readers (not in the JSON)
+    operator_upgrade: Any  # diffing.operator.judge.OperatorUpgrade, when the change moves the operator
 
     def __init__(self, kuberay_version: str, decision: str, summary: str,
                  resources: tuple[ResourceReport, ...] = (), findings: tuple[Finding, ...] = (),
-                 not_analysed: dict[str, int] | None = None, environments: tuple[str, ...] = ()) -> None:
+                 not_analysed: dict[str, int] | None = None, environments: tuple[str, ...] = (),
+                 operator_upgrade: Any = None) -> None:
         set_field(self, "kuberay_version", kuberay_version)
         set_field(self, "decision", decision)
         set_field(self, "summary", summary)
@@ -208,9 +210,10 @@ class Report(Record):
         set_field(self, "findings", findings)
         set_field(self, "not_analysed", {} if not_analysed is None else not_analysed)
         set_field(self, "environments", environments)
+        set_field(self, "operator_upgrade", operator_upgrade)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "schemaVersion": SCHEMA_VERSION,
             "kuberayVersion": self.kuberay_version,
             "decision": str(self.decision),
@@ -219,6 +222,9 @@ class Report(Record):
             "notAnalysed": dict(self.not_analysed),
             "resources": [r.to_dict() for r in self.resources],
         }
+        if self.operator_upgrade is not None:
+            out["operatorUpgrade"] = self.operator_upgrade.to_dict()
+        return out
 
     @property
     def exit_code(self) -> int:

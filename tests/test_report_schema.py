@@ -55,3 +55,19 @@ def test_the_schema_rejects_what_is_not_the_contract() -> None:
         bad = copy.deepcopy(good)
         mutate(bad)
         assert errors(bad), bad
+
+
+def test_operator_upgrade_report_conforms() -> None:
+    from diffing.operator.detect import detect
+    from diffing.operator.judge import judge, with_operator_upgrade
+
+    changes = detect([("Chart.yaml", "dependencies: [{name: kuberay-operator, version: 1.6.2}]",
+                       "dependencies: [{name: kuberay-operator, version: 1.7.0}]")])
+    texts = [(str(p), p.read_text()) for p in sorted((ROOT / "samples").glob("*/before.yaml"))]
+    for up in (judge(changes, texts), judge(changes[:0], texts)):
+        report = with_operator_upgrade(diffing.analyze("", ""), up).to_dict()
+        assert errors(report) == []
+        assert report["operatorUpgrade"]["objects"] or not up.supported
+    broken = with_operator_upgrade(diffing.analyze("", ""), judge(changes, texts)).to_dict()
+    broken["operatorUpgrade"]["objects"][0]["firstReconcile"] = "rebuilt-maybe"
+    assert errors(broken)

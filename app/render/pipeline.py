@@ -59,6 +59,9 @@ class RenderedChange:
     def read_head(self, path: str) -> str | None:
         return self.head_texts.get(path)
     renders: int = 0                                     # renderer runs (after de-duplication)
+    # An operator change (diffing.operator.detect) and every root's render at base, to judge it.
+    operator: tuple[object, ...] = ()
+    fleet: list[Source] = field(default_factory=list)
 
 
 class _Failed(Exception):
@@ -88,10 +91,14 @@ def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterabl
             read = any(not rid.startswith("file:") for rid in readers.get(note.file, ()))
             if note.file in paths and not any(n.path == note.file for n in out.notes) and not read:
                 out.notes.append(Finding(note.severity, note.code, note.file, note.why))
-    if not affected:
+    operator = _operator_changes(base, head, paths)
+    if not affected and not operator:
         return out
     renderer = _Renderer(options)
     try:
+        if operator:
+            out.operator = operator
+            _render_fleet(renderer, base or head, disc_b if base else disc_h, out)
         jobs: dict[tuple[str, str], Future[str]] = {}
         for rid in affected:
             for side, snap, disc in (("base", base, disc_b), ("head", head, disc_h)):
@@ -211,6 +218,43 @@ class _Renderer:
             return _RENDER[src.type](snap, src, self.options)
         except RenderError as exc:
             raise _Failed(exc.tool, repo_paths(exc.message, snap.root)) from None
+
+
+def _operator_changes(base: Snapshot | None, head: Snapshot | None, paths: set[str]) -> tuple[object, ...]:
+    """The KubeRay operator version changes among the changed YAML files (docs/operator-upgrade.md)."""
+    from diffing.operator.detect import detect
+
+    found: list[object] = []
+    for p in sorted(paths):
+        if not p.endswith(YAML_SUFFIXES):
+            continue
+        b = _small_text(base, p) if base is not None else None
+        a = _small_text(head, p) if head is not None else None
+        if b == a:
+            continue
+        try:
+            found.extend(detect([(p, b, a)]))
+        except diffing.ManifestError:
+            continue  # not YAML (a Helm template): its root's render says what it deploys
+    return tuple(found)
+
+
+def _render_fleet(renderer: _Renderer, snap: Snapshot | None, disc: Discovery, out: RenderedChange) -> None:
+    """Every root of ``snap`` rendered: the objects running before the operator changes. A root that
+    cannot be rendered is a warning: its objects are not judged."""
+    if snap is None:
+        return
+    jobs = {rid: renderer.submit(snap, root) for rid, root in sorted(disc.roots.items())}
+    for rid, job in jobs.items():
+        root = disc.roots[rid]
+        try:
+            text = job.result()
+        except _Failed as exc:
+            why = f"operator upgrade: {exc.tool}: {exc.message}; its objects are not judged"
+            out.notes.append(Finding("warning", "render-failed", root.label, why))
+            continue
+        lines = root.sources[0].type == "file" if root.sources else False
+        out.fleet.append(Source(root.label, text, lines, root.namespace))
 
 
 def _small_text(snap: Snapshot, rel: str, limit: int = 1 << 20) -> str | None:
@@ -357,7 +401,14 @@ def analyze_rendered(rendered: RenderedChange, **kwargs: object) -> diffing.Repo
     before, after, notes = list(rendered.before), list(rendered.after), list(rendered.notes)
     while True:
         try:
-            return diffing.analyze(before, after, notes=notes, **kwargs)  # type: ignore[arg-type]
+            report = diffing.analyze(before, after, notes=notes, **kwargs)  # type: ignore[arg-type]
+            if rendered.operator:
+                from diffing.operator.judge import judge, with_operator_upgrade
+
+                upgrade = judge(rendered.operator, rendered.fleet,  # type: ignore[arg-type]
+                                policy=kwargs.get("policy"))  # type: ignore[arg-type]
+                report = with_operator_upgrade(report, upgrade)
+            return report
         except diffing.ManifestError as exc:
             bad = exc.source
             if not bad or not any(s.name == bad and not s.lines for s in before + after):
