@@ -41,6 +41,14 @@ class Metrics:
                                   "Answers served from the result cache.", registry=r)
         self.in_flight = Gauge("rayservice_impact_analyses_in_flight",
                                "Analyses admitted and not yet finished.", registry=r)
+        # The rollout watch (docs/rollout.md): what a deployed change did against its prediction.
+        self.prediction_mismatch = Counter("rayservice_impact_prediction_mismatch",
+                                           "Followed objects whose observed rollout or extra accelerators "
+                                           "differ from the prediction, by kind and predicted rollout.",
+                                           ("kind", "rollout"), registry=r)
+        self.rollouts_followed = Counter("rayservice_impact_rollouts_followed",
+                                         "Deployed changes followed to the end, by outcome "
+                                         "(success | failure).", ("outcome",), registry=r)
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         labels = (method, route, str(status))
@@ -56,6 +64,13 @@ class Metrics:
             self.accelerators.labels(name).inc(amount)
         if seconds is not None:
             self.analysis_seconds.observe(seconds)
+
+    def observe_rollout(self, outcome: str, mismatched: Iterable[tuple[str, str]]) -> None:
+        """One followed change finished: its outcome, and (kind, predicted rollout) of every
+        object that did not go as predicted."""
+        self.rollouts_followed.labels(outcome).inc()
+        for kind, rollout in mismatched:
+            self.prediction_mismatch.labels(kind, rollout).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
