@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     header_timeout_seconds: float = Field(default=10.0, gt=0)
     body_timeout_seconds: float = Field(default=30.0, gt=0)
     analysis_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    # Rollout reporting (issue 22; docs/rollout.md): following a deployed change to the PR.
+    rollout_deadline_minutes: float = Field(default=30.0, gt=0, le=24 * 60)
+    rollout_write_interval_seconds: float = Field(default=10.0, ge=0)   # at most one GitHub write per watch
+    argocd_webhook_secret: SecretStr | None = None  # POST /webhooks/argocd's shared secret
 
     @field_validator("kuberay_version")
     @classmethod

@@ -474,6 +474,35 @@ class GitHubClient:
             await self.request("PATCH", path, json={"output": {**output, "annotations": batch}})
         return run
 
+    async def put_check_run(self, owner: str, repo: str, sha: str, name: str, status: str,
+                            conclusion: str | None, title: str, summary: str, *,
+                            run_id: int | None = None) -> dict[str, Any]:
+        """Create (``run_id`` None) or update a check run named ``name`` on ``sha``: ``status``
+        ``in_progress`` without a conclusion, or ``completed`` with one (the Checks API refuses a
+        conclusion on a run that is not completed)."""
+        body: dict[str, Any] = {"name": name, "status": status,
+                                "output": {"title": title[:255], "summary": summary[:65000]}}
+        if status == "completed" and conclusion:
+            body["conclusion"] = conclusion
+        base = f"/repos/{_q(owner)}/{_q(repo)}/check-runs"
+        if run_id is None:
+            return (await self.request("POST", base, json={**body, "head_sha": sha})).json()
+        return (await self.request("PATCH", f"{base}/{int(run_id)}", json=body)).json()
+
+    async def find_check_run(self, owner: str, repo: str, sha: str, name: str) -> dict[str, Any] | None:
+        """``GET commits/{sha}/check-runs?check_name=``: the newest run named ``name``, if any."""
+        path = f"/repos/{_q(owner)}/{_q(repo)}/commits/{quote(sha, safe='')}/check-runs"
+        data = (await self.request("GET", path, params={"check_name": name, "filter": "latest"})).json()
+        runs = [r for r in (data.get("check_runs") or []) if isinstance(r, dict) and r.get("name") == name]
+        return runs[0] if runs else None
+
+    async def commit_pulls(self, owner: str, repo: str, sha: str) -> list[dict[str, Any]]:
+        """``GET commits/{sha}/pulls``: the pull requests the commit belongs to (for a merge
+        commit on the base branch: the one it merged)."""
+        path = f"/repos/{_q(owner)}/{_q(repo)}/commits/{quote(sha, safe='')}/pulls"
+        data = (await self.request("GET", path, retry_404=True)).json()
+        return [p for p in data if isinstance(p, dict)] if isinstance(data, list) else []
+
 
 ANNOTATION_BATCH = 50
 

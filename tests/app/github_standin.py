@@ -117,6 +117,7 @@ class GitHubStandIn:
         self.review_comments: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         self.reviews: list[dict[str, Any]] = []
         self.heads: dict[tuple[str, str, int], str] = {}              # the pull request's head SHA
+        self.merged_by: dict[tuple[str, str, str], list[int]] = {}    # (o, r, commit) -> pulls it merged
         self.lock = threading.Lock()
         self._ids = 1000
         self.routes = [
@@ -142,6 +143,9 @@ class GitHubStandIn:
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/collaborators/(?P<user>[^/]+)/permission",
              self._permission),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>[^/]+)/statuses", self._list_statuses),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>[^/]+)/pulls", self._commit_pulls),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>[^/]+)/check-runs",
+             self._list_check_runs),
             ("GET", r"/user", self._user),
             ("GET", r"/app/installations/(?P<id>\d+)", self._app_installation),
             ("GET", r"/_codeload/(?P<o>[^/]+)/(?P<r>[^/]+)/legacy\.tar\.gz/(?P<ref>.+)", self._codeload),
@@ -467,10 +471,16 @@ class GitHubStandIn:
         if len((call.body.get("output") or {}).get("annotations") or []) > 50:
             # GitHub: "The Checks API limits the number of annotations to a maximum of 50 per API request."
             return _json({"message": "Validation Failed"}, 422)
+        status, conclusion = call.body.get("status") or "queued", call.body.get("conclusion")
+        if conclusion:
+            status = "completed"
+        elif status == "completed":
+            return _json({"message": "Validation Failed"}, 422)
         self._ids += 1
         run = {"id": self._ids, "head_sha": call.body["head_sha"], "name": call.body["name"],
-               "status": call.body.get("status"), "conclusion": call.body.get("conclusion"),
-               "output": call.body.get("output"), "repo": f"{g['o']}/{g['r']}"}
+               "status": status, "conclusion": conclusion,
+               "output": call.body.get("output"), "repo": f"{g['o']}/{g['r']}",
+               "history": [(status, conclusion)]}
         self.check_runs.append(run)
         return _json(run, 201)
 
@@ -483,7 +493,33 @@ class GitHubStandIn:
             return _json({"message": "Validation Failed"}, 422)
         kept = (run.get("output") or {}).get("annotations") or []
         run["output"] = {**output, "annotations": kept + list(output.get("annotations") or [])}
+        # GitHub: a conclusion sets the status to completed; a completed run needs a conclusion.
+        if call.body.get("conclusion"):
+            run["status"], run["conclusion"] = "completed", call.body["conclusion"]
+        elif call.body.get("status"):
+            if call.body["status"] == "completed" and not run.get("conclusion"):
+                return _json({"message": "Validation Failed"}, 422)
+            run["status"] = call.body["status"]
+        run.setdefault("history", []).append((run["status"], run.get("conclusion")))
         return _json(run, 200)
+
+    def _list_check_runs(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        """``GET commits/{ref}/check-runs``: newest first, ``check_name`` filtering by name."""
+        repo = f"{g['o']}/{g['r']}"
+        name = request.query_params.get("check_name")
+        runs = [r for r in reversed(self.check_runs) if r["head_sha"] == g["ref"] and r["repo"] == repo
+                and (name is None or r["name"] == name)]
+        return _json({"total_count": len(runs), "check_runs": runs}, 200)
+
+    def _commit_pulls(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        """``GET commits/{sha}/pulls``: the pull requests ``merged_by`` records for the commit (the
+        ``pulls`` answers when known, else a minimal merged pull object)."""
+        out = []
+        for number in self.merged_by.get((g["o"], g["r"], g["ref"]), []):
+            pull = self.pulls.get((g["o"], g["r"], number)) or {"number": number}
+            out.append({**pull, "number": number, "state": "closed", "merged_at": "2019-05-15T15:20:33Z",
+                        "merge_commit_sha": g["ref"]})
+        return _json(out, 200)
 
     def _verify_jwt(self, call: Call) -> dict[str, Any] | None:
         token = call.headers.get("authorization", "").removeprefix("Bearer ")

@@ -1,0 +1,40 @@
+"""Whether rollout reporting is on, and with which Store and Follower.
+
+The Kubernetes side (``app/rollout/kube.py``: list and watch the ray.io kinds, keep watches in
+an object the service owns) builds the pair from the settings, or answers None when the service
+cannot reach a cluster. Without a pair, nothing is followed: the push and Argo CD webhooks say
+that rollout reporting is not configured.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .model import Follower, Store
+
+log = logging.getLogger(__name__)
+
+Parts = tuple[Store, Follower]
+PartsFactory = Callable[[Any], Parts | None]
+KUBE_MODULE = "app.rollout.kube"
+
+
+def rollout_parts(settings: Any, factory: PartsFactory | None = None) -> Parts | None:
+    """``factory(settings)`` when given (tests), else ``app.rollout.kube.kube_parts(settings)``
+    when that module is there, else None (rollout reporting off)."""
+    if factory is not None:
+        return factory(settings)
+    if importlib.util.find_spec(KUBE_MODULE) is None:
+        log.info("rollout: no Kubernetes side in this build; rollout reporting is off")
+        return None
+    kube_parts = getattr(importlib.import_module(KUBE_MODULE), "kube_parts", None)
+    if kube_parts is None:
+        return None
+    parts: Parts | None = kube_parts(settings)
+    if parts is None:
+        log.info("rollout: Kubernetes is not reachable or rollout watching is off; rollout reporting is off")
+    return parts
