@@ -12,7 +12,7 @@ import contextlib
 import gc
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from fastapi import FastAPI
@@ -28,6 +28,8 @@ from .live import kubernetes_configured
 from .metrics import Metrics
 from .middleware import BodyLimitMiddleware, ObserveMiddleware
 from .output import EXIT_OK, EXIT_USAGE
+from .rollout.report import LogSink, RolloutReporter
+from .rollout.wiring import PartsFactory, rollout_parts
 from .schemas import AnalyzeRequest, ManagedResourcesRequest, component_schemas
 from .settings import Settings, SettingsError, load_settings
 from .workers import AnalysisPool, ResultCache
@@ -37,8 +39,13 @@ GITHUB_MAX_PAYLOAD = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 log = logging.getLogger("rayservice_impact")
 
 
-def create_app(settings: Settings) -> FastAPI:
-    """The service for ``settings``; raises SettingsError for an unreadable policy file."""
+def create_app(settings: Settings, *, rollout: PartsFactory | None = None,
+               reporter_options: Mapping[str, Any] | None = None) -> FastAPI:
+    """The service for ``settings``; raises SettingsError for an unreadable policy file.
+
+    ``rollout``: builds the rollout watch's Store and Follower (default: the Kubernetes side,
+    :func:`app.rollout.wiring.rollout_parts`); ``reporter_options``: keyword arguments of
+    :class:`app.rollout.report.RolloutReporter` (tests: clock, holder, intervals)."""
     service = Service(
         settings=settings,
         policy=_load_policy(settings),
@@ -69,14 +76,19 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     app.include_router(analyze.router)
     app.include_router(health.router)
+    from .webhooks.argocd import build_router as build_rollout_router
     from .webhooks.github import build_router
 
-    webhook = build_router(settings, pool=service.pool)
+    reporter = _reporter(settings, service.metrics, rollout, reporter_options)
+    app.state.rollout = reporter
+    webhook = build_router(settings, pool=service.pool, reporter=reporter)
     if webhook is not None:
         app.include_router(webhook)  # FastAPI >= 0.115 merges the router's lifespan into the app's
     else:
         app.add_api_route("/webhooks/github", _webhook_not_configured, methods=["POST"],
                           include_in_schema=False)
+    # Included after the GitHub router: the reporter starts after (and stops before) its client.
+    app.include_router(build_rollout_router(settings, reporter, getattr(webhook, "service", None)))
     # GitHub sends webhook payloads of up to 25 MB; the analysis API keeps the configured limit.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes,
                        per_path={"/webhooks/github": max(settings.max_body_bytes, GITHUB_MAX_PAYLOAD)},
@@ -84,6 +96,22 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(ObserveMiddleware, metrics=service.metrics)  # outermost: sees the 413s too
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _reporter(settings: Settings, metrics: Metrics, factory: PartsFactory | None,
+              options: Mapping[str, Any] | None) -> RolloutReporter | None:
+    """The rollout reporter when the rollout watch has a Store and a Follower, else None (off)."""
+    parts = rollout_parts(settings, factory)
+    if parts is None:
+        return None
+    store, follower = parts
+    kwargs: dict[str, Any] = {"metrics": metrics, "write_interval": settings.rollout_write_interval_seconds}
+    max_watches = getattr(settings, "rollout_max_watches", None)  # the Kubernetes side's setting
+    if isinstance(max_watches, int) and max_watches > 0:
+        kwargs["max_watches"] = max_watches
+    kwargs.update(options or {})
+    log.info("rollout reporting is on: deployed changes are followed (docs/rollout.md)")
+    return RolloutReporter(store, follower, lambda watch: LogSink(), **kwargs)
 
 
 async def _webhook_not_configured() -> JSONResponse:

@@ -18,6 +18,12 @@ silences the comment must never do so by mistake).
   kept up to date, so a hold that clears says so.
 
 The status and the check run report every run, whatever the mode.
+
+    rollout:
+      deadlineMinutes: 45   # a followed rollout still progressing after it is stuck (docs/rollout.md)
+
+read at the deployed commit when a push to the default branch is followed; unset, unusable or
+out of range (1 to 1440) is the service's ``RAYSERVICE_IMPACT_ROLLOUT_DEADLINE_MINUTES``.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ MAX_BYTES = 16 * 1024
 class RepoConfig:
     comment: str = ALWAYS
     problem: str = ""   # what is wrong with the file, said in the comment ("" when nothing is)
+    rollout_deadline_minutes: float | None = None  # rollout.deadlineMinutes
 
 
 def parse_config(text: str | bytes) -> RepoConfig:
@@ -55,14 +62,28 @@ def parse_config(text: str | bytes) -> RepoConfig:
         return RepoConfig(problem=f"`{PATH}` is not valid YAML{where}; commenting `always`")
     if data is None:
         return RepoConfig()
-    if not isinstance(data, dict) or set(data) - {"comment"}:
+    if not isinstance(data, dict) or set(data) - {"comment", "rollout"}:
         keys = ", ".join(sorted(map(str, data))) if isinstance(data, dict) else type(data).__name__
         return RepoConfig(problem=f"`{PATH}` may only set `comment` (found {keys}); commenting `always`")
+    deadline = _deadline(data.get("rollout"))
     mode = data.get("comment", ALWAYS)
     if mode not in MODES:
         return RepoConfig(problem=f"`{PATH}`: `comment` must be one of {', '.join(MODES)}, not "
-                                  f"`{str(mode)[:40]}`; commenting `always`")
-    return RepoConfig(str(mode))
+                                  f"`{str(mode)[:40]}`; commenting `always`",
+                          rollout_deadline_minutes=deadline)
+    return RepoConfig(str(mode), rollout_deadline_minutes=deadline)
+
+
+def _deadline(rollout: object) -> float | None:
+    """``rollout.deadlineMinutes`` when it is a number of minutes from 1 to 1440, else None."""
+    if not isinstance(rollout, dict):
+        return None
+    value = rollout.get("deadlineMinutes")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value <= 1440:
+        if value is not None:
+            log.warning("%s: rollout.deadlineMinutes %r is not a number from 1 to 1440; ignored", PATH, value)
+        return None
+    return float(value)
 
 
 async def read_config(gh: GitHubClient, owner: str, repo: str, ref: str) -> RepoConfig:

@@ -3,7 +3,9 @@
 ``pull_request`` events are analysed (what the merge would change), ``merge_group``
 ``checks_requested`` events too (a merge queue's group: status on its head SHA, no comment), and
 ``issue_comment`` commands on pull requests (``/rayservice-impact approve <reason>`` and
-``/rayservice-impact rerun``, :mod:`app.github.commands`) are carried out.
+``/rayservice-impact rerun``, :mod:`app.github.commands`) are carried out, and a ``push`` to a
+repository's default branch (a merged pull request) is analysed and followed as it rolls out
+(:mod:`app.github.push`, :mod:`app.rollout.report`; docs/rollout.md) when rollout reporting is on.
 
 The signature (``X-Hub-Signature-256``, HMAC-SHA256 of the raw body) is checked before
 anything else; nothing is parsed, logged or called for a request that fails it. Accepted
@@ -31,7 +33,12 @@ from app.github.commands import Command, parse_command, run_command
 from app.github.comment import verdict_for_error
 from app.github.dispatch import Dispatcher, Lru
 from app.github.flow import AnalysisOptions, Outcome, publish_verdict, run_pull_request
+from app.github.push import Push, analyse_push, merged_pulls, targets_of, why_not_followed
+from app.github.repo_config import read_config
+from app.github.rollout import GitHubRolloutSink
 from app.live import kubernetes_configured
+from app.rollout.model import Watch
+from app.rollout.report import LogSink, RolloutReporter, Sink
 from app.workers import job_deadline, with_deadline
 
 
@@ -59,6 +66,8 @@ def argocd_renderer(settings: Any) -> ArgoCDClient | None:
                         retries=int(settings.argocd_retries), verify=verify)
 
 
+ROLLOUT_OFF = ("rollout reporting is not configured (the rollout watch has no Kubernetes access; "
+               "docs/rollout.md)")
 ANALYSED_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
 
 
@@ -109,8 +118,9 @@ class GitHubService:
     """Credentials, the shared HTTP client and the dispatcher of one server."""
 
     def __init__(self, settings: Any, *, transport: httpx.AsyncBaseTransport | None = None,
-                 pool: Any = None) -> None:
+                 pool: Any = None, reporter: RolloutReporter | None = None) -> None:
         self.settings = settings
+        self.reporter = reporter  # None: rollout reporting is not configured
         self.secret = settings.github_webhook_secret.get_secret_value().encode()
         # GitHub caps webhook payloads at 25 MB (docs: webhook events and payloads).
         self.max_body = max(int(getattr(settings, "max_body_bytes", 5 * 1024 * 1024)), 25 * 1024 * 1024)
@@ -209,6 +219,70 @@ class GitHubService:
         self._comments_seen.put(cmd.comment_id, True)
         return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
 
+    # -- rollout reporting (issue 22) ----------------------------------------------------------
+    @property
+    def can_write(self) -> bool:
+        """Whether the service has GitHub credentials to write with."""
+        return self.app_auth is not None or self.token is not None
+
+    def rollout_sink(self, watch: Watch) -> Sink:
+        """Where a watch reports: GitHub when its sink names a repository, else the logs."""
+        if "github" in watch.sink and self.gh is not None:
+            return GitHubRolloutSink(watch, self.repo_client, check_run=self.app_auth is not None)
+        return LogSink()
+
+    async def repo_client(self, owner: str, repo: str) -> GitHubClient:
+        return await self._client_for(PullRequest(owner, repo, 0, "", ""))
+
+    def _push(self, payload: dict[str, Any], delivery: str) -> Response:
+        if self.reporter is None:
+            return JSONResponse({"status": "ignored", "reason": ROLLOUT_OFF}, status_code=202)
+        try:
+            push = Push.from_payload(payload)
+        except PayloadError as exc:
+            return _error(400, "invalid-payload", str(exc))
+        why = why_not_followed(payload, push)
+        if why:
+            return JSONResponse({"status": "ignored", "reason": why}, status_code=202)
+        label = f"push {push.after[:12]} to {push.branch}"
+        result = self.dispatcher.submit_command((push.owner.lower(), push.repo.lower(), f"push:{push.after}"),
+                                                label, lambda: self._run_push(push))
+        log.info("github delivery %s: push %s/%s %s..%s -> %s", delivery[:64], push.owner, push.repo,
+                 push.before[:7], push.after[:7], result)
+        if result == "busy":
+            return _error(503, "busy", "too many jobs waiting; redeliver later")
+        return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
+
+    async def _run_push(self, push: Push) -> Outcome:
+        """Analyse the pushed change and start following it (nothing when no ray.io object moves)."""
+        assert self.reporter is not None
+        try:
+            gh = await self._client_for(push.as_pull())
+            pulls = await merged_pulls(gh, push)
+            report = await analyse_push(gh, push, self.options, self.argocd)
+            config = await read_config(gh, push.owner, push.repo, push.after)
+        except GitHubError as exc:
+            log.error("github %s/%s push %s: cannot read the change: %s", push.owner, push.repo,
+                      push.after[:7], exc)
+            return Outcome("failed", retryable=True)
+        except Exception as exc:  # noqa: BLE001 - a render or analysis failure: nothing to follow
+            log.error("github %s/%s push %s: cannot analyse it (%s: %s); not followed", push.owner, push.repo,
+                      push.after[:7], type(exc).__name__, exc)
+            return Outcome("failed")
+        targets = targets_of(report) if report is not None else ()
+        if not targets:
+            log.info("github %s/%s push %s: no RayService, RayCluster or RayJob to follow", push.owner,
+                     push.repo, push.after[:7])
+            return Outcome("nothing-to-follow")
+        minutes = config.rollout_deadline_minutes or float(self.settings.rollout_deadline_minutes)
+        watch = Watch(push.key, targets, self.reporter.clock(), minutes * 60.0,
+                      {"github": {"owner": push.owner, "repo": push.repo, "sha": push.after,
+                                  "pr": list(pulls)}})
+        result = await self.reporter.start(watch)
+        log.info("github %s/%s push %s: %d objects, pull requests %s: %s", push.owner, push.repo,
+                 push.after[:7], len(targets), list(pulls) or "none", result)
+        return Outcome(result)
+
     async def _client_for(self, pr: PullRequest) -> GitHubClient:
         """A client with this pull request's credentials, knowing who they write as (only the
         comments that identity wrote are ours: :mod:`app.github.own`)."""
@@ -249,6 +323,8 @@ class GitHubService:
             return _error(400, "malformed-json", "the body is not a JSON object")
         if event == "issue_comment":
             return self._command(payload, delivery)
+        if event == "push":
+            return self._push(payload, delivery)
         analyse, why = should_analyse(event, payload)
         if not analyse:
             if event == "pull_request" and payload.get("action") == "closed":
@@ -293,7 +369,11 @@ def build_router(settings: Any, **kwargs: Any) -> APIRouter | None:
     if secret is None or not secret.get_secret_value():
         log.info("github: RAYSERVICE_IMPACT_GITHUB_WEBHOOK_SECRET is unset; /webhooks/github is disabled")
         return None
-    service = GitHubService(settings, transport=kwargs.get("transport"), pool=kwargs.get("pool"))
+    reporter = kwargs.get("reporter")
+    service = GitHubService(settings, transport=kwargs.get("transport"), pool=kwargs.get("pool"),
+                            reporter=reporter)
+    if reporter is not None:
+        reporter.sink_factory = service.rollout_sink
     router = APIRouter(lifespan=service.lifespan)
 
     @router.post("/webhooks/github", include_in_schema=True, status_code=202, tags=["github"])
