@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
-from app.rollout.model import Observation, Watch
+from app.rollout.model import Observation, Phase, Watch
 
 
 @dataclass
@@ -76,3 +76,42 @@ class RecordingSink:
 
     async def write(self, watch: Watch, observations: tuple[Observation, ...], now: float) -> None:
         self.writes.append((watch.key, observations))
+
+
+@dataclass
+class Step:
+    """One moment of a scripted rollout, applied to every target of the watch: its phase and,
+    when given, what was observed (``None``: what was predicted)."""
+
+    phase: Phase
+    summary: str = ""
+    observed_rollout: str | None = None
+    observed_extra: dict[str, int] | None = None
+    pending_pods: int = 0
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass
+class StepFollower:
+    """Yields, for every ``Step``, one observation per target of the watch (the targets come from
+    the real analysis), ``gap`` seconds apart."""
+
+    steps: Sequence[Step] = ()
+    gap: float = 0.05
+    followed: list[Watch] = field(default_factory=list)
+
+    async def follow(self, watch: Watch) -> AsyncIterator[tuple[Observation, ...]]:
+        self.followed.append(watch)
+        for step in self.steps:
+            await asyncio.sleep(self.gap)
+            out = []
+            for t in watch.targets:
+                final = step.phase.final
+                rollout = step.observed_rollout or (t.predicted_rollout if final else None)
+                extra = step.observed_extra if step.observed_extra is not None else (
+                    dict(t.predicted_extra) if final else {})
+                out.append(Observation(t, step.phase, step.summary or step.phase.value,
+                                       observed_rollout=rollout, observed_extra=extra,
+                                       pending_pods=step.pending_pods, reasons=step.reasons,
+                                       since=watch.started, updated=time.time()))
+            yield tuple(out)
