@@ -28,16 +28,35 @@ HEADING = "## Rollout"
 MAX_REASONS = 5       # per object: the rest are counted, not shown
 MAX_REASON_CHARS = 300
 
-# Ways out of a rollout stuck past the deadline. The annotation is KubeRay's: a RayService whose
-# pending cluster is not ready within it is given up and a new one created (docs/rollout.md).
-WAYS_OUT = (
-    "free capacity: the pending cluster's pods wait for nodes (see the FailedScheduling reasons); "
-    "add nodes or scale other workloads down and the rollout goes on by itself",
-    "set the `ray.io/initializing-timeout` annotation on the RayService (e.g. `30m`): KubeRay then "
-    "gives up a pending cluster that does not become ready in time",
-    "revert the change: the old cluster still serves; reverting makes the operator drop the "
-    "pending one",
-)
+# Ways out of a rollout stuck past the deadline (docs/rollout.md).
+FREE_CAPACITY = ("free capacity: the pending pods wait for nodes (see the reasons above); add nodes or scale "
+                 "other workloads down and the operator carries on by itself")
+REVERT = ("revert the change: while a new cluster is pending the old one keeps serving, and reverting the "
+          "spec lets the operator drop the pending cluster")
+# KubeRay's ray.io/initializing-timeout only covers a RayService's first start or a resume from
+# suspend, and ends in the terminal InitializingTimeout state (clusters deleted; the RayService
+# must be recreated): docs/semantics/rayservice.md, the annotation's row.
+TIMEOUT_FIRST_START = ("set the `ray.io/initializing-timeout` annotation on the RayService (e.g. `30m`): "
+                       "past it a RayService still initializing stops in the terminal "
+                       "`InitializingTimeout` state, its clusters deleted, and must be deleted and recreated")
+TIMEOUT_NOT_FOR_UPGRADES = ("`ray.io/initializing-timeout` does not apply here: KubeRay uses it only for "
+                            "a RayService's first start or a resume from suspend, never for an upgrade's "
+                            "pending cluster")
+FIRST_START = frozenset({"create", "resume"})
+
+
+def ways_out(observations: Iterable[Observation]) -> tuple[str, ...]:
+    """What can be done about the stuck objects among ``observations``."""
+    stuck = [o for o in observations if o.phase is Phase.STUCK]
+    if not stuck:
+        return ()
+    out = [FREE_CAPACITY, REVERT]
+    services = [o for o in stuck if o.target.kind == "RayService"]
+    if any(o.target.predicted_rollout in FIRST_START for o in services):
+        out.append(TIMEOUT_FIRST_START)
+    if any(o.target.predicted_rollout not in FIRST_START for o in services):
+        out.append(TIMEOUT_NOT_FOR_UPGRADES)
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +173,10 @@ def body(watch: Watch, observations: tuple[Observation, ...], now: float) -> str
         lines = _detail_lines(o, watch, now)
         if lines:
             parts += ["", f"**{o.target.key}** ({o.phase.value})", *[f"- {line}" for line in lines]]
-    if any(o.phase is Phase.STUCK for o in observations):
+    way = ways_out(observations)
+    if way:
         parts += ["", f"Still progressing past the deadline ({duration_text(watch.deadline_seconds)}). "
-                  "Ways out:", *[f"- {w}" for w in WAYS_OUT]]
+                  "Ways out:", *[f"- {w}" for w in way]]
     if status == "completed":
         differ = mismatches(observations)
         if differ:
@@ -174,6 +194,8 @@ def headline(watch: Watch, observations: tuple[Observation, ...], now: float) ->
         counts[o.phase] = counts.get(o.phase, 0) + 1
     said = ", ".join(f"{n} {phase.value}" for phase, n in counts.items())
     took = duration_text(max(0.0, now - watch.started))
+    if status == "completed" and observations:
+        took = duration_text(max(elapsed(o, watch, now) for o in observations))
     if status == "in_progress":
         return f":hourglass: Rollout in progress ({said}), {took} so far."
     if conclusion == "success":

@@ -246,13 +246,14 @@ def build_router(settings: Any, reporter: RolloutReporter | None, github: Any = 
             await hook.close()
 
     router = APIRouter(lifespan=lifespan)
+    shown = reporter is not None  # in /openapi.json only when rollout reporting is on
 
-    @router.post("/webhooks/argocd", status_code=202, tags=["rollout"])
+    @router.post("/webhooks/argocd", status_code=202, tags=["rollout"], include_in_schema=shown)
     async def argocd_webhook(request: Request) -> Response:
         """Argo CD notification of a sync: the application's ray.io objects are followed as they roll out."""
         return await hook.handle(request)
 
-    @router.get("/v1/rollouts", tags=["rollout"])
+    @router.get("/v1/rollouts", tags=["rollout"], include_in_schema=shown)
     async def list_rollouts(service: AuthorizedDep) -> JSONResponse:
         """The deployed changes this replica follows or followed, newest last."""
         if reporter is None:
@@ -260,7 +261,7 @@ def build_router(settings: Any, reporter: RolloutReporter | None, github: Any = 
         items = [watch_json(w, obs, full=False) for w, obs in reporter.latest.values()]
         return JSONResponse({"rollouts": items})
 
-    @router.get("/v1/rollouts/{key:path}", tags=["rollout"])
+    @router.get("/v1/rollouts/{key:path}", tags=["rollout"], include_in_schema=shown)
     async def get_rollout(key: str, service: AuthorizedDep) -> JSONResponse:
         """One followed change: its newest observations."""
         if reporter is None:

@@ -174,7 +174,7 @@ def test_stuck_rollout_fails_with_the_ways_out(service: Any, repo: dict[str, str
     [run] = rollout_runs(standin, repo["c1"])
     assert (run["status"], run["conclusion"]) == ("completed", "failure")
     summary = run["output"]["summary"]
-    assert "`ray.io/initializing-timeout`" in summary and "revert the change" in summary
+    assert "`ray.io/initializing-timeout` does not apply here" in summary and "revert the change" in summary
     assert "free capacity" in summary and "3 pods Pending" in summary
     # no sticky comment before: one holding the section only
     [comment] = standin.comments[(OWNER, REPO, PR)]

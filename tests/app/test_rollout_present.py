@@ -61,6 +61,7 @@ def test_done_as_predicted_is_success() -> None:
     job = obs(JOB, Phase.DONE, observed_rollout="new-cluster", updated=T0 + 60)
     out = check_output(WATCH, (done, job), T0 + 900)
     assert (out.status, out.conclusion) == ("completed", "success")
+    assert ":white_check_mark: Rollout done (2 done) in 9 m 12 s." in out.summary  # to the last event
     assert out.title == "rollout done: 2 of 2, as predicted"
     assert "new cluster ready in 9 m 12 s; 16 nvidia.com/gpu extra at peak, as predicted" in out.summary
     assert "Everything went as predicted." in out.summary
@@ -85,9 +86,20 @@ def test_stuck_is_failure_with_ways_out() -> None:
     out = check_output(WATCH, (stuck, job), T0 + 1801)
     assert (out.status, out.conclusion) == ("completed", "failure")
     assert out.title == "rollout failed: 1 of 2 stuck or failed"
-    assert "`ray.io/initializing-timeout`" in out.summary
     assert "revert the change" in out.summary and "free capacity" in out.summary
+    # an upgrade's pending cluster: KubeRay's initializing timeout does not cover it, and says so
+    assert "`ray.io/initializing-timeout` does not apply here" in out.summary
+    assert "terminal `InitializingTimeout`" not in out.summary
     assert "past the deadline (30 m 0 s)" in out.summary
+
+
+def test_stuck_first_start_offers_the_initializing_timeout() -> None:
+    new = Target("RayService", "prod", "fresh", "create", {"nvidia.com/gpu": 8})
+    stuck = obs(new, Phase.STUCK, summary="not ready", updated=T0 + 1800)
+    text = check_output(WATCH, (stuck,), T0 + 1800).summary
+    assert "set the `ray.io/initializing-timeout` annotation" in text
+    assert "terminal `InitializingTimeout` state" in text
+    assert "does not apply here" not in text
 
 
 def test_failed_is_failure_without_ways_out() -> None:
