@@ -31,8 +31,15 @@ MAX_REASON_CHARS = 300
 # Ways out of a rollout stuck past the deadline (docs/rollout.md).
 FREE_CAPACITY = ("free capacity: the pending pods wait for nodes (see the reasons above); add nodes or scale "
                  "other workloads down and the operator carries on by itself")
-REVERT = ("revert the change: while a new cluster is pending the old one keeps serving, and reverting the "
-          "spec lets the operator drop the pending cluster")
+# What a revert does mid-upgrade (docs/semantics/rayservice.md, the rows on reverting mid-upgrade):
+# a NewCluster upgrade is not cancelled, a further cluster is built from the reverted spec and the
+# pending one dropped after the deletion delay; an incremental upgrade rolls back.
+REVERT = "revert the change"
+REVERT_NEW_CLUSTER = ("revert the change, knowing that KubeRay does not cancel a new-cluster upgrade: it "
+                      "builds yet another cluster from the reverted spec (which needs the same room) and "
+                      "deletes the pending one after its deletion delay; the old cluster keeps serving")
+REVERT_INCREMENTAL = ("revert the change: an incremental upgrade rolls back, traffic returns to the active "
+                      "cluster step by step and the pending one is scaled to zero and dropped")
 # KubeRay's ray.io/initializing-timeout only covers a RayService's first start or a resume from
 # suspend, and ends in the terminal InitializingTimeout state (clusters deleted; the RayService
 # must be recreated): docs/semantics/rayservice.md, the annotation's row.
@@ -50,7 +57,14 @@ def ways_out(observations: Iterable[Observation]) -> tuple[str, ...]:
     stuck = [o for o in observations if o.phase is Phase.STUCK]
     if not stuck:
         return ()
-    out = [FREE_CAPACITY, REVERT]
+    rollouts = {o.target.predicted_rollout for o in stuck}
+    out = [FREE_CAPACITY]
+    if "new-cluster" in rollouts:
+        out.append(REVERT_NEW_CLUSTER)
+    if "incremental" in rollouts:
+        out.append(REVERT_INCREMENTAL)
+    if rollouts - {"new-cluster", "incremental"}:
+        out.append(REVERT)
     services = [o for o in stuck if o.target.kind == "RayService"]
     if any(o.target.predicted_rollout in FIRST_START for o in services):
         out.append(TIMEOUT_FIRST_START)
