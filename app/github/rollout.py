@@ -8,7 +8,8 @@ found again by name on the commit: never a second run); it needs a GitHub App, a
 run does. The comment section sits between two hidden markers (:mod:`app.rollout.present`): only
 it is replaced, the rest of the comment stays byte for byte as the analysis wrote it; a sticky
 comment without the section gets it appended, and a pull request without a sticky comment gets
-one holding the section only.
+one holding the section only (unless the repository's comment mode is a quiet one:
+:mod:`.repo_config`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class GitHubRolloutSink:
         self.owner, self.repo = str(target.get("owner") or ""), str(target.get("repo") or "")
         self.sha = str(target.get("sha") or "")
         self.pulls = pulls_of(target)
+        # The repository's comment mode: a quiet one (on-change, on-hold) gets no new comment for a
+        # rollout; a sticky comment already there still gets the section.
+        self.create_comment = bool(target.get("create_comment", True))
         self.client_for, self.check_run = client_for, check_run
         self.run_id: int | None = None
         self._shown: dict[int, str] = {}  # pr -> the section last written (unchanged: no write)
@@ -89,6 +93,8 @@ class GitHubRolloutSink:
             return
         pr = PullRequest(self.owner, self.repo, number, "", self.sha)
         existing = await find_sticky_comment(gh, pr)
+        if existing is None and not self.create_comment:
+            return
         if existing is None:
             await gh.create_comment(self.owner, self.repo, number, f"{MARKER}\n{text}\n",
                                     find=lambda: find_sticky_comment(gh, pr))

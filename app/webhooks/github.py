@@ -34,7 +34,7 @@ from app.github.comment import verdict_for_error
 from app.github.dispatch import Dispatcher, Lru
 from app.github.flow import AnalysisOptions, Outcome, publish_verdict, run_pull_request
 from app.github.push import Push, analyse_push, merged_pulls, targets_of, why_not_followed
-from app.github.repo_config import read_config
+from app.github.repo_config import ALWAYS, read_config
 from app.github.rollout import GitHubRolloutSink
 from app.live import kubernetes_configured
 from app.rollout.model import Watch
@@ -277,7 +277,7 @@ class GitHubService:
         minutes = config.rollout_deadline_minutes or float(self.settings.rollout_deadline_minutes)
         watch = Watch(push.key, targets, self.reporter.clock(), minutes * 60.0,
                       {"github": {"owner": push.owner, "repo": push.repo, "sha": push.after,
-                                  "pr": list(pulls)}})
+                                  "pr": list(pulls), "create_comment": config.comment == ALWAYS}})
         result = await self.reporter.start(watch)
         log.info("github %s/%s push %s: %d objects, pull requests %s: %s", push.owner, push.repo,
                  push.after[:7], len(targets), list(pulls) or "none", result)

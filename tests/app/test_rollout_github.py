@@ -150,7 +150,8 @@ def test_push_of_a_merge_commit_reports_in_progress_then_success(service: Any, r
     assert [t.key for t in watch.targets] == ["RayService/default/ray-serve-llm"]
     assert watch.targets[0].predicted_extra == {"nvidia.com/gpu": 4}
     assert watch.deadline_seconds == 30 * 60
-    assert watch.sink["github"] == {"owner": OWNER, "repo": REPO, "sha": repo["c1"], "pr": [PR]}
+    assert watch.sink["github"] == {"owner": OWNER, "repo": REPO, "sha": repo["c1"], "pr": [PR],
+                                    "create_comment": True}
     [comment] = standin.comments[(OWNER, REPO, PR)]
     body = comment["body"]
     assert body.startswith(original)             # the analysis' comment, byte for byte
@@ -248,7 +249,7 @@ def test_push_elsewhere_and_unconfigured(service: Any, repo: dict[str, str]) -> 
 def test_repo_config_sets_the_deadline(service: Any, repo: dict[str, str]) -> None:
     path = Path(repo["path"])
     (path / ".github").mkdir()
-    (path / ".github/rayservice-impact.yml").write_text("rollout:\n  deadlineMinutes: 45\n")
+    (path / ".github/rayservice-impact.yml").write_text("comment: on-hold\nrollout:\n  deadlineMinutes: 45\n")
     (path / "deploy/rayservice.yaml").write_text(GPU_BEFORE)
     _git(path, "add", "-A")
     _git(path, "commit", "-qm", "c3")
@@ -259,6 +260,7 @@ def test_repo_config_sets_the_deadline(service: Any, repo: dict[str, str]) -> No
         wait_for(lambda: store.finished, what="the watch to finish")
     assert follower.followed[0].deadline_seconds == 45 * 60
     assert follower.followed[0].sink["github"]["pr"] == []   # no pull request merged c3
+    assert follower.followed[0].sink["github"]["create_comment"] is False   # a quiet comment mode
 
 
 def test_two_replicas_sharing_a_store_report_once(service: Any, repo: dict[str, str]) -> None:
@@ -389,3 +391,51 @@ def test_argocd_sync_of_a_non_github_repo_reports_to_the_logs(service: Any, repo
     assert "github" not in watch.sink
     assert rollout_runs(standin, "v1.2.3") == [] and writes_of(standin) == []
     assert any("completed (success)" in r.getMessage() for r in caplog.records)
+
+
+def test_push_rendered_from_the_tarballs(service: Any, repo: dict[str, str]) -> None:
+    """The default rendering (RAYSERVICE_IMPACT_RENDER=auto): both commits' tarballs, rendered as a
+    pull request's are."""
+    standin, key_file, store, follower, _, _ = service(HAPPY)
+    with serve(standin, key_file, store, follower, render="auto") as (url, _app):
+        post_event(url, "push", push_event(repo["c0"], repo["c1"]))
+        wait_for(lambda: store.finished, timeout=30, what="the watch to finish")
+        settle(standin)
+    assert standin.calls_to("GET", rf"/tarball/{repo['c0']}")
+    assert standin.calls_to("GET", rf"/tarball/{repo['c1']}")
+    [watch] = follower.followed
+    assert [(t.key, t.predicted_rollout, dict(t.predicted_extra)) for t in watch.targets] == [
+        ("RayService/default/ray-serve-llm", "new-cluster", {"nvidia.com/gpu": 4})]
+
+
+def test_sink_in_a_quiet_comment_mode_adds_no_comment(tmp_path: Path) -> None:
+    import asyncio
+
+    from app.clients.github import GitHubClient, static_token
+    from app.github.rollout import GitHubRolloutSink
+    from app.rollout.model import Observation, Target, Watch
+
+    standin = GitHubStandIn(token="t0ken", token_login="svc")
+    target = Target("RayService", "ml", "s", "new-cluster")
+    done = (Observation(target, Phase.DONE, "ok", observed_rollout="new-cluster"),)
+
+    async def write(url: str, watch: Watch) -> None:
+        async with httpx.AsyncClient() as http:
+            gh = GitHubClient(http, url, static_token("t0ken"))
+
+            async def client_for(owner: str, repo: str) -> GitHubClient:
+                return gh
+            await GitHubRolloutSink(watch, client_for, check_run=False).write(watch, done, 0.0)
+
+    sink = {"owner": OWNER, "repo": REPO, "sha": "a" * 40, "pr": [PR], "create_comment": False}
+    watch = Watch("k", (target,), 0.0, 60.0, {"github": sink})
+    with running_server(standin.app, ready_path=None) as url:
+        asyncio.run(write(url, watch))
+        assert standin.comments.get((OWNER, REPO, PR), []) == []
+        mine = {"id": 9, "body": f"{MARKER}\nreport\n", "user": {"login": "svc", "type": "User"}}
+        theirs = {"id": 8, "body": f"{MARKER}\nforged\n", "user": {"login": "mallory", "type": "User"}}
+        standin.comments[(OWNER, REPO, PR)] = [theirs, mine]
+        asyncio.run(write(url, watch))
+    assert theirs["body"] == f"{MARKER}\nforged\n"                 # not ours: never edited
+    assert mine["body"].startswith(f"{MARKER}\nreport\n\n{SECTION_START}\n## Rollout")
+    assert standin.check_runs == []

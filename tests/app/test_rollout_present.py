@@ -133,3 +133,20 @@ def test_replace_section_keeps_the_rest_byte_identical() -> None:
     assert second.endswith(SECTION_END + "\n" + "tail\n")
     assert second.count(SECTION_START) == 1 and second.count(SECTION_END) == 1
     assert "| progressing |" in second and "| waiting |" not in second
+
+
+@pytest.mark.parametrize(("text", "minutes"), [
+    ("rollout:\n  deadlineMinutes: 45\n", 45.0),
+    ("comment: on-hold\nrollout:\n  deadlineMinutes: 1440\n", 1440.0),
+    ("rollout:\n  deadlineMinutes: 0\n", None),
+    ("rollout:\n  deadlineMinutes: '45'\n", None),
+    ("rollout:\n  deadlineMinutes: true\n", None),
+    ("rollout: 45\n", None),
+    ("comment: on-change\n", None),
+])
+def test_repo_config_rollout_deadline(text: str, minutes: float | None) -> None:
+    from app.github.repo_config import parse_config
+
+    config = parse_config(text)
+    assert config.rollout_deadline_minutes == minutes
+    assert config.problem == ""
