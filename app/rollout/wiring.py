@@ -28,6 +28,10 @@ def rollout_parts(settings: Any, factory: PartsFactory | None = None) -> Parts |
     when that module is there, else None (rollout reporting off)."""
     if factory is not None:
         return factory(settings)
+    from app.live import kubernetes_configured
+
+    if not kubernetes_configured():  # neither in-cluster nor a kubeconfig: nothing to watch with
+        return None
     if importlib.util.find_spec(KUBE_MODULE) is None:
         log.info("rollout: no Kubernetes side in this build; rollout reporting is off")
         return None

@@ -171,3 +171,17 @@ def test_a_failing_sink_does_not_stop_the_watch() -> None:
         await r.wait_idle()
         assert Broken.calls == 2 and WATCH.key in store.finished
     asyncio.run(main())
+
+
+def test_rollout_parts_uses_the_factory_or_the_kubernetes_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.live
+    from app.rollout import wiring
+
+    store, follower = MemoryStore(), ScriptedFollower()
+    assert wiring.rollout_parts(object(), lambda s: (store, follower)) == (store, follower)
+    assert wiring.rollout_parts(object(), lambda s: None) is None
+    monkeypatch.setattr(app.live, "kubernetes_configured", lambda: False)
+    assert wiring.rollout_parts(object()) is None
+    monkeypatch.setattr(app.live, "kubernetes_configured", lambda: True)
+    monkeypatch.setattr(wiring, "KUBE_MODULE", "app.rollout.no_such_module")
+    assert wiring.rollout_parts(object()) is None
