@@ -152,8 +152,9 @@ class RolloutReporter:
         sink = self.sink_factory(watch)
         writer = _Throttled(sink, watch, self.write_interval, self.clock)
         last: tuple[Observation, ...] = ()
+        stream = self.follower.follow(watch)
         try:
-            async for observations in self.follower.follow(watch):
+            async for observations in stream:
                 last = tuple(observations)
                 self._remember(watch, last)
                 if is_final(last):
@@ -161,6 +162,9 @@ class RolloutReporter:
                 await writer.offer(last)
         finally:
             await writer.close()
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
         if not last or not is_final(last):
             log.warning("rollout %s: the follower ended before every object was final", watch.key)
             return

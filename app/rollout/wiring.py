@@ -38,7 +38,11 @@ def rollout_parts(settings: Any, factory: PartsFactory | None = None) -> Parts |
     kube_parts = getattr(importlib.import_module(KUBE_MODULE), "kube_parts", None)
     if kube_parts is None:
         return None
-    parts: Parts | None = kube_parts(settings)
+    try:
+        parts: Parts | None = kube_parts(settings)
+    except Exception:  # noqa: BLE001 - the service still analyses; the rollout report is what is lost
+        log.exception("rollout: the rollout watch cannot start; rollout reporting is off")
+        return None
     if parts is None:
         log.info("rollout: Kubernetes is not reachable or rollout watching is off; rollout reporting is off")
     return parts
