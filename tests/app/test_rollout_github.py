@@ -130,14 +130,22 @@ def test_push_of_a_merge_commit_reports_in_progress_then_success(service: Any, r
     original = (f"{MARKER}\n<!-- rayservice-impact:head=abc at=x -->\n### report\r\nkept as is\n\n"
                 "<sub>footer</sub>\n")
     sticky(standin, original)
-    with serve(standin, key_file, store, follower) as (url, app):
+    with serve(standin, key_file, store, follower) as (url, _app):
+        started = time.monotonic()
         resp = post_event(url, "push", push_event(repo["c0"], repo["c1"]))
+        answered = time.monotonic() - started
         assert resp.status_code == 202 and resp.json()["status"] == "queued"
+        wait_for(lambda: rollout_runs(standin, repo["c1"]), what="the check run")
+        first_run = time.monotonic() - started
         wait_for(lambda: store.finished, what="the watch to finish")
         settle(standin)
         metrics = httpx.get(url + "/metrics").text
         listed = httpx.get(url + "/v1/rollouts").json()
         one = httpx.get(url + f"/v1/rollouts/github:{OWNER}/{REPO}@{repo['c1']}").json()
+    calls = [c for c in standin.calls if "/access_tokens" not in c.path and not c.path.startswith("/app/")]
+    print(f"[rollout] push answered in {answered * 1000:.0f} ms, check run in_progress after "
+          f"{first_run * 1000:.0f} ms; {len(calls)} GitHub API calls for the whole rollout "
+          f"({sum(c.method != 'GET' for c in calls)} writes)")
     [run] = rollout_runs(standin, repo["c1"])
     history = [tuple(h) for h in run["history"]]
     assert history[0] == ("in_progress", None)
