@@ -447,3 +447,26 @@ def test_sink_in_a_quiet_comment_mode_adds_no_comment(tmp_path: Path) -> None:
     assert theirs["body"] == f"{MARKER}\nforged\n"                 # not ours: never edited
     assert mine["body"].startswith(f"{MARKER}\nreport\n\n{SECTION_START}\n## Rollout")
     assert standin.check_runs == []
+
+
+def test_argocd_sync_of_an_unknown_app_starts_nothing(service: Any, repo: dict[str, str],
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    from argocd_standins import ARGO_TOKEN, ArgoCD
+    from argocd_standins import serve as serve_argocd
+
+    argocd = ArgoCD("serving", [])
+    standin, key_file, store, follower, _, _ = service(HAPPY)
+    note = {"app": "other", "revision": repo["c1"], "phase": "Running"}
+    with caplog.at_level("INFO", logger="app.webhooks.argocd"):
+        with serve_argocd(argocd) as argocd_url, \
+                serve(standin, key_file, store, follower, argocd_server=argocd_url, argocd_token=ARGO_TOKEN,
+                      argocd_retries=0) as (url, _app):
+            assert argo_post(url, note).json()["status"] == "accepted"
+            wait_for(lambda: argocd.requests, what="the managed-resources call")
+            wait_for(lambda: any("cannot read the managed resources" in r.getMessage()
+                                 for r in caplog.records), what="the failure to be logged")
+            note_ok = {"app": "serving", "revision": repo["c1"], "phase": "Running"}
+            assert argo_post(url, note_ok).json()["status"] == "accepted"   # no ray.io object: nothing
+            wait_for(lambda: any("no RayService, RayCluster or RayJob to follow" in r.getMessage()
+                                 for r in caplog.records), what="nothing to follow")
+    assert store.watches == {} and follower.followed == []
