@@ -495,9 +495,17 @@ def _paired(before: Texts, after: Texts) -> list[tuple[str, str | None, str | No
 
     b, a = sources(before, "before"), sources(after, "after")
     if len(b) == 1 and len(a) == 1:
-        return [(a[0].name, b[0].text, a[0].text)]
-    bt, at = {s.name: s.text for s in b}, {s.name: s.text for s in a}
-    return [(n, bt.get(n), at.get(n)) for n in sorted(set(bt) | set(at))]
+        pairs: list[tuple[str, str | None, str | None]] = [(a[0].name, b[0].text, a[0].text)]
+    else:
+        bt, at = {s.name: s.text for s in b}, {s.name: s.text for s in a}
+        pairs = [(n, bt.get(n), at.get(n)) for n in sorted(set(bt) | set(at))]
+    return [p for p in pairs if _may_name_operator(p[1]) or _may_name_operator(p[2])]
+
+
+def _may_name_operator(text: str | None) -> bool:
+    """Whether a text can hold anything :func:`detect` finds (every operator reference names
+    ``kuberay``; a CRD says what it is): the texts of an ordinary change are not parsed twice."""
+    return text is not None and ("kuberay" in text or "CustomResourceDefinition" in text)
 
 
 def _stored_text(obj: Mapping[str, Any]) -> str | None:
