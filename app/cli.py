@@ -193,6 +193,8 @@ def analysis_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def _cmd_analyze(args: argparse.Namespace) -> int:
     import os
 
+    from diffing.operator.judge import with_upgrade_in
+
     if args.before == "-" and args.after == "-":
         raise UsageError("only one of BEFORE and AFTER can be '-' (standard input)")
     kwargs = analysis_kwargs(args)
@@ -202,14 +204,19 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
         rendered = render_folders(args.before, args.after, render_options(args))
         report = analyze_rendered(rendered, **kwargs)
+        report = with_upgrade_in(report, rendered.before, rendered.after, policy=kwargs["policy"])
     else:
         before, after = read_text(args.before), read_text(args.after)
         report = diffing.analyze([(args.before, before)], [(args.after, after)], **kwargs)
+        report = with_upgrade_in(report, [(args.before, before)], [(args.after, after)],
+                                 policy=kwargs["policy"])
     sys.stdout.write(format_report(report, args.format))
     return report.exit_code
 
 
 def _cmd_git(args: argparse.Namespace) -> int:
+    from diffing.operator.judge import with_upgrade_in
+
     from .gitdiff import SUBMODULE_MOVED, GitError, changed_manifests, changed_submodules, resolve_range
 
     kwargs = analysis_kwargs(args)
@@ -221,6 +228,7 @@ def _cmd_git(args: argparse.Namespace) -> int:
             notes = [diffing.Finding("error", "unknown-source", path, SUBMODULE_MOVED)
                      for path in changed_submodules(args.repo, base, head)]
             report = diffing.analyze(before, after, notes=notes, **kwargs)
+            report = with_upgrade_in(report, before, after, policy=kwargs["policy"])
         else:
             from .render.pipeline import analyze_rendered
             from .render.repo import render_git_range

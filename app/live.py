@@ -545,6 +545,58 @@ async def live_basis_for_texts(after: Any, *, enabled: bool, kuberay_version: st
     return None
 
 
-__all__ = ["KubernetesError", "accelerator_headroom", "cluster_pod_facts", "free_accelerators",
+# -- the cluster's objects, for an operator upgrade (docs/operator-upgrade.md) -------------------
+
+MAX_FLEET = 5000  # ray.io objects read for one operator upgrade; more is refused, not truncated
+_FLEET_KINDS = ("rayservices", "rayclusters", "rayjobs")
+
+
+def read_cluster_fleet(reader: KubeReader, max_objects: int = MAX_FLEET) -> list[dict[str, Any]]:
+    """Every RayService, RayCluster and RayJob in the cluster: one paged list per kind. Raises
+    :class:`KubernetesError` past ``max_objects`` (a partial fleet would judge too little)."""
+    out: list[dict[str, Any]] = []
+    for plural in _FLEET_KINDS:
+        out.extend(reader.list_custom_all(plural))
+        if len(out) > max_objects:
+            raise KubernetesError(f"the cluster holds more than {max_objects} ray.io objects, over the "
+                                  "limit one operator-upgrade analysis reads")
+    return out
+
+
+def cluster_fleet(timeout: float, max_objects: int = MAX_FLEET) -> tuple[list[dict[str, Any]] | None, str]:
+    """``(objects, "")`` read from the cluster; ``(None, "")`` when no Kubernetes configuration
+    exists (the manifest basis: the report says only the change's objects were judged);
+    ``(None, why)`` when the API was there but could not be read (the upgrade then holds)."""
+    try:
+        conn = connect(timeout=timeout)
+    except KubernetesError as exc:
+        return None, str(exc)
+    if conn is None:
+        return None, ""
+    try:
+        return read_cluster_fleet(KubeReader(conn, timeout=timeout), max_objects), ""
+    except KubernetesError as exc:
+        return None, str(exc)
+    finally:
+        conn.api.close()
+
+
+async def cluster_fleet_for_texts(before: Any, after: Any, *, enabled: bool, timeout: float,
+                                  files: Any = None,
+                                  budget: float | None = None) -> tuple[list[dict[str, Any]] | None, str]:
+    """:func:`cluster_fleet` when the live basis is on and the change moves the operator; else
+    ``(None, "")``. Bounded by ``budget`` seconds in all."""
+    from diffing.operator.judge import moves_operator
+
+    if not enabled or not await asyncio.to_thread(moves_operator, before, after, files):
+        return None, ""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(cluster_fleet, timeout), budget)
+    except TimeoutError:
+        return None, f"the Kubernetes API did not answer within {budget:.3g} s"
+
+
+__all__ = ["cluster_fleet", "cluster_fleet_for_texts", "read_cluster_fleet",
+           "KubernetesError", "accelerator_headroom", "cluster_pod_facts", "free_accelerators",
            "live_basis_for", "kubernetes_configured", "live_basis_for_texts", "live_targets",
            "node_accepts", "parse_key", "pod_requests", "read_live_basis", "tolerates", "worker_replicas"]

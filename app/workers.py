@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import diffing
+from diffing.operator.judge import with_upgrade_in
 from diffing.versions import DEFAULT
 
 from .errors import ServiceUnavailable, error_body, error_for
@@ -86,6 +87,10 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         report = diffing.analyze(job["before"], job["after"], job["kuberay_version"], job["headroom"],
                                  job["policy"], sources=job["sources"], limits=limits,
                                  before_is_live=job.get("before_is_live", False), live=job.get("live"))
+        report = with_upgrade_in(report, job["before"], job["after"], files=job.get("operator_files"),
+                                 cluster=job.get("cluster"),
+                                 cluster_unread=job.get("cluster_unread", ""), policy=job["policy"],
+                                 limits=limits)
     except Exception as exc:  # noqa: BLE001 - mapped to an answer; 500 only for a core bug
         status, body, _ = error_for(exc)
         out: dict[str, Any] = {"status": status, "body": encode_json(body), "media_type": "application/json",

@@ -18,8 +18,13 @@ from ..errors import (
     describe_validation,
     internal_error_body,
 )
-from ..live import live_basis_for_texts
-from ..managed import ManagedResourcesError, check_managed_body, texts_from_managed_resources
+from ..live import cluster_fleet_for_texts, live_basis_for_texts
+from ..managed import (
+    ManagedResourcesError,
+    check_managed_body,
+    operator_files_from_managed_resources,
+    texts_from_managed_resources,
+)
 from ..schemas import (
     REPORT_RESPONSES,
     AnalyzeRequest,
@@ -153,6 +158,8 @@ async def analyze(request: Request, service: AuthorizedDep, format: Format = "js
         live = await _live(service, job, body.after)
         if live:
             job["live"], key = live, None  # the cluster changes under us: never cached
+        if await _cluster(service, job, body.before, body.after):
+            key = None
     else:
         job = {}
     return await answer(request, service, key, job)
@@ -163,6 +170,20 @@ async def _live(service: Service, job: dict[str, Any], after: Any) -> dict[str, 
         after, enabled=live_for(service), kuberay_version=job["kuberay_version"],
         headroom=job["headroom"], timeout=service.settings.kubernetes_timeout_seconds,
         budget=service.settings.analysis_timeout_seconds)
+
+
+async def _cluster(service: Service, job: dict[str, Any], before: Any, after: Any,
+                   files: list[tuple[str, str | None, str | None]] | None = None) -> bool:
+    """The cluster's ray.io objects into ``job`` when the change moves the KubeRay operator and
+    the live basis is on (docs/operator-upgrade.md); whether the cluster was asked."""
+    fleet, unread = await cluster_fleet_for_texts(
+        before, after, files=files, enabled=live_for(service),
+        timeout=service.settings.kubernetes_timeout_seconds,
+        budget=service.settings.analysis_timeout_seconds)
+    if fleet is None and not unread:
+        return False
+    job["cluster"], job["cluster_unread"] = fleet, unread
+    return True
 
 
 @router.post("/v1/argocd/managed-resources", response_model=ReportResponse, responses=REPORT_RESPONSES,
@@ -182,6 +203,10 @@ async def argocd_managed_resources(request: Request, service: AuthorizedDep, for
         check_managed_body(value, require_items=True)
         job = _job(service, format, kuberayVersion, managed=_trimmed(managed), sources=("live", "target"),
                    before_is_live=True)
+        try:
+            job["operator_files"] = operator_files_from_managed_resources(value)
+        except ManagedResourcesError:
+            job["operator_files"] = []  # the worker's conversion answers the 4xx naming the item
         if live_for(service):
             try:  # convert here once; the worker then analyses the texts
                 job["before"], job["after"] = texts_from_managed_resources(job.pop("managed"))
@@ -191,6 +216,8 @@ async def argocd_managed_resources(request: Request, service: AuthorizedDep, for
                 live = await _live(service, job, job["after"])
                 if live:
                     job["live"], key = live, None
+                if await _cluster(service, job, job["before"], job["after"], job["operator_files"]):
+                    key = None
     else:
         job = {}
     return await answer(request, service, key, job)

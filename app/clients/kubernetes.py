@@ -140,6 +140,13 @@ class KubeReader:
         items = body.get("items") if isinstance(body, dict) else None
         return [i for i in items or [] if isinstance(i, dict)]
 
+    def list_custom_all(self, plural: str) -> list[dict[str, Any]]:
+        """Every ``ray.io`` object of one kind in every namespace, page by page."""
+        def call(**kwargs: Any) -> Any:
+            return self._custom.list_cluster_custom_object(RAY_GROUP, RAY_VERSION, plural, **kwargs)
+
+        return self._pages(f"list {plural} in every namespace", call)
+
     def list_nodes(self) -> list[dict[str, Any]]:
         return self._pages("list nodes", self._core.list_node)
 

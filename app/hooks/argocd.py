@@ -35,8 +35,13 @@ from .. import jsonio
 from ..clients.argocd import ArgoCDClient
 from ..clients.kubernetes import KubeReader, connect
 from ..clients.upstream import UpstreamError
-from ..live import LIVE_KINDS, read_live_basis
-from ..managed import ManagedResourcesError, texts_from_managed_resources
+from ..live import LIVE_KINDS, cluster_fleet, read_live_basis
+from ..managed import (
+    OPERATOR_KINDS,
+    ManagedResourcesError,
+    operator_files_from_managed_resources,
+    texts_from_managed_resources,
+)
 from ..output import EXIT_HOLD, EXIT_INTERNAL, EXIT_OK, UsageError, format_report
 from ..settings import Settings, SettingsError, load_settings
 
@@ -226,6 +231,25 @@ def _read_live(settings: Settings, kwargs: dict[str, Any], keys: list[str],
     return live
 
 
+def _operator_upgrade(settings: Settings, kwargs: dict[str, Any], report: diffing.Report, before: Any,
+                      after: Any, files: list[tuple[str, str | None, str | None]]) -> diffing.Report:
+    """The report with the operator upgrade this sync makes, if any: every RayService, RayCluster and
+    RayJob of the cluster judged under the old and the new operator (docs/operator-upgrade.md)."""
+    from diffing.operator.judge import moves_operator, with_upgrade_in
+
+    if not moves_operator(before, after, files):
+        return report
+    fleet, unread = None, ""
+    if settings.live_basis != "off":
+        fleet, unread = cluster_fleet(settings.kubernetes_timeout_seconds)
+        _note("operator upgrade: " + (f"the cluster's objects could not be read: {unread}" if unread else
+                                      "judged against the manifests only (no Kubernetes configuration)"
+                                      if fleet is None else
+                                      f"{len(fleet)} ray.io objects read from the cluster"))
+    return with_upgrade_in(report, before, after, files=files, cluster=fleet, cluster_unread=unread,
+                           policy=kwargs.get("policy"))
+
+
 def _hold_text(report: diffing.Report) -> str:
     """The termination log of a hold: the summary, then each held object's reasons."""
     held = [r for r in report.resources if r.decision == "hold"]
@@ -253,7 +277,12 @@ def _run_presync(args: argparse.Namespace, kwargs: dict[str, Any], settings: Set
         with ArgoCDClient(server, token, timeout=settings.argocd_timeout_seconds,
                           retries=settings.argocd_retries, verify=verify) as client:
             body = client.managed_resources(app, app_namespace=args.app_namespace)
+            # The operator's Deployment and CRDs, where an operator upgrade shows (one filter each).
+            operator_items = [item for group, kind in OPERATOR_KINDS
+                              for item in client.managed_resources(app, app_namespace=args.app_namespace,
+                                                                   group=group, kind=kind).get("items") or []]
         before, after = texts_from_managed_resources(body)
+        files = operator_files_from_managed_resources({"items": operator_items})
     except UpstreamError as exc:
         return _cannot_check(settings, str(exc))
     except ManagedResourcesError as exc:
@@ -280,6 +309,7 @@ def _run_presync(args: argparse.Namespace, kwargs: dict[str, Any], settings: Set
                                  before_is_live=True, **kwargs)
     except diffing.ManifestError as exc:  # Argo CD's own answer cannot be read as manifests
         return _cannot_check(settings, f"Argo CD's managed-resources answer is not usable: {exc.message}")
+    report = _operator_upgrade(settings, kwargs, report, before, after, files)
     sys.stdout.write(format_report(report, args.format or "markdown"))
     sys.stdout.flush()
     code = report.exit_code

@@ -24,7 +24,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from diffing.engine import Engine, _clear, cluster_schema, go_json, recreate_hash
-from diffing.errors import UnsupportedVersionError
+from diffing.errors import ManifestError, UnsupportedVersionError
 from diffing.hints import Any
 from diffing.kinds import ORDER
 from diffing.kube.loading import Limits
@@ -41,10 +41,11 @@ from diffing.operator.detect import (
     IMAGE_ONLY,
     KUSTOMIZE,
     OperatorChange,
+    detect,
     release,
 )
 from diffing.policy import Policy
-from diffing.record import Record, set_field
+from diffing.record import Record, replace, set_field
 from diffing.report import APPROVE, HOLD
 from diffing.versions import SUPPORTED, VersionRules, rules_for
 
@@ -476,3 +477,106 @@ def with_operator_upgrade(report: Any, upgrade: OperatorUpgrade) -> Any:
     if decision == report.decision:
         summary = f"{report.summary}; operator upgrade: {upgrade.summary}"
     return replace(report, decision=decision, summary=summary, operator_upgrade=upgrade)
+
+
+# -- a change given as texts (two files, the HTTP API, an Argo CD diff) -------------------------
+
+_OWNERS = frozenset({"RayService", "RayJob"})  # a RayCluster they own is judged through them
+_LIVE_ONLY = ("status", "managedFields", "resourceVersion", "uid", "generation", "creationTimestamp")
+
+
+def _paired(before: Texts, after: Texts) -> list[tuple[str, str | None, str | None]]:
+    """``(name, before text, after text)`` per source, matched by name; two single texts under
+    different names (``analyze before.yaml after.yaml``) are one file's two sides."""
+    def sources(texts: Texts, side: str) -> list[Source]:
+        if isinstance(texts, str):
+            return [Source(side, texts)]
+        return [t if isinstance(t, Source) else Source(t[0], t[1]) for t in texts]
+
+    b, a = sources(before, "before"), sources(after, "after")
+    if len(b) == 1 and len(a) == 1:
+        pairs: list[tuple[str, str | None, str | None]] = [(a[0].name, b[0].text, a[0].text)]
+    else:
+        bt, at = {s.name: s.text for s in b}, {s.name: s.text for s in a}
+        pairs = [(n, bt.get(n), at.get(n)) for n in sorted(set(bt) | set(at))]
+    return [p for p in pairs if _may_name_operator(p[1]) or _may_name_operator(p[2])]
+
+
+def _may_name_operator(text: str | None) -> bool:
+    """Whether a text can hold anything :func:`detect` finds (every operator reference names
+    ``kuberay``; a CRD says what it is): the texts of an ordinary change are not parsed twice."""
+    return text is not None and ("kuberay" in text or "CustomResourceDefinition" in text)
+
+
+def _stored_text(obj: Mapping[str, Any]) -> str | None:
+    """A live object as a text the analysis reads (JSON is YAML), without what only the API server
+    writes; ``None`` for a RayCluster a RayService or RayJob owns (judged through its owner)."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    assert isinstance(meta, Mapping)
+    owners = meta.get("ownerReferences")
+    if obj.get("kind") == "RayCluster" and isinstance(owners, list) and any(
+            isinstance(o, Mapping) and o.get("kind") in _OWNERS for o in owners):
+        return None
+    kept = {k: v for k, v in obj.items() if k not in _LIVE_ONLY}
+    kept["metadata"] = {k: v for k, v in meta.items() if k not in _LIVE_ONLY}
+    return json.dumps(kept, sort_keys=True)
+
+
+Files = Sequence[tuple[str, str | None, str | None]]
+
+
+def moves_operator(before: Texts, after: Texts, files: Files | None = None) -> bool:
+    """Whether the change moves the KubeRay operator (cheap enough to decide whether the cluster's
+    objects must be read first). A text that cannot be read moves nothing here: the analysis
+    itself names it."""
+    try:
+        return bool(detect(_paired(before, after) if files is None else files))
+    except ManifestError:
+        return False
+
+
+def upgrade_in(before: Texts, after: Texts, *, files: Files | None = None,
+               cluster: Sequence[Mapping[str, Any]] | None = None,
+               cluster_unread: str = "", policy: Mapping[str, Any] | None = None,
+               limits: Limits | None = None) -> OperatorUpgrade | None:
+    """The operator upgrade a change given as texts makes, or ``None`` when it moves no operator.
+
+    ``files`` are the ``(name, before, after)`` texts the operator change is looked for in, when
+    they are not ``before`` and ``after`` themselves (an Argo CD diff: the operator's Deployment
+    and CRDs beside the ray.io objects). The objects judged are the change's own (its before
+    side) and, with a live basis, ``cluster``: every RayService, standalone RayCluster and RayJob
+    the cluster holds (an object in both is judged as the change has it). ``cluster_unread``
+    says why the cluster was asked but could not be read: then the upgrade holds, since what it
+    rebuilds is not known
+    (docs/operator-upgrade.md, "From an Argo CD diff or the HTTP API").
+    """
+    changes = detect(_paired(before, after) if files is None else files)
+    if not changes:
+        return None
+    objects: list[Source] = [t if isinstance(t, Source) else Source(t[0], t[1])
+                             for t in ([("before", before)] if isinstance(before, str) else before)]
+    for obj in cluster or ():
+        text = _stored_text(obj)
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        assert isinstance(meta, Mapping)
+        if text is not None:
+            objects.append(Source(f"cluster: {obj.get('kind')} {meta.get('namespace')}/{meta.get('name')}",
+                                  text, lines=False))
+    upgrade = judge(changes, objects, policy=policy, limits=limits)
+    n = len(upgrade.objects)
+    if cluster_unread:
+        note = (f"the cluster's RayServices, RayClusters and RayJobs could not be read ({cluster_unread}): "
+                f"only the {n} object{'' if n == 1 else 's'} in the change were judged")
+        return replace(upgrade, decision=HOLD, notes=upgrade.notes + (note,),
+                       summary=f"hold: {note}; {upgrade.summary}")
+    if cluster is None:
+        note = (f"only the {n} object{'' if n == 1 else 's'} in the change were judged; with the live basis "
+                "on, every RayService, RayCluster and RayJob in the cluster is")
+        return replace(upgrade, notes=upgrade.notes + (note,))
+    return upgrade
+
+
+def with_upgrade_in(report: Any, before: Texts, after: Texts, **kwargs: Any) -> Any:
+    """``report`` with the operator upgrade of ``before`` → ``after`` (:func:`upgrade_in`), if any."""
+    upgrade = upgrade_in(before, after, **kwargs)
+    return report if upgrade is None else with_operator_upgrade(report, upgrade)

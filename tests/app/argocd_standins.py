@@ -89,12 +89,13 @@ class ArgoCD:
         return 200, {"items": items}
 
 
-def managed_item(live: dict[str, Any] | None, target: dict[str, Any] | None) -> dict[str, Any]:
+def managed_item(live: dict[str, Any] | None, target: dict[str, Any] | None, group: str = "ray.io"
+                 ) -> dict[str, Any]:
     """A ``v1alpha1ResourceDiff`` as argocd-server returns it (states are JSON strings)."""
     obj = target or live or {}
     meta = obj.get("metadata") or {}
     return {
-        "group": "ray.io", "kind": obj.get("kind", "RayService"), "version": "v1",
+        "group": group, "kind": obj.get("kind", "RayService"), "version": "v1",
         "namespace": meta.get("namespace", "default"), "name": meta["name"],
         "liveState": json.dumps(live) if live is not None else "null",
         "targetState": json.dumps(target) if target is not None else "null",
@@ -302,6 +303,7 @@ class Kubernetes:
 
     rayservices: list[dict[str, Any]] = field(default_factory=list)
     rayclusters: list[dict[str, Any]] = field(default_factory=list)
+    rayjobs: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
     token: str = KUBE_TOKEN
@@ -332,9 +334,15 @@ class Kubernetes:
             items = _select(items, query.get("labelSelector", [""])[0])
             return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "901"},
                          "items": items}
+        pools = {"rayservices": self.rayservices, "rayclusters": self.rayclusters, "rayjobs": self.rayjobs}
+        if parts[:3] == ["apis", "ray.io", "v1"] and len(parts) == 4 and parts[3] in pools:
+            kind = {"rayservices": "RayServiceList", "rayclusters": "RayClusterList"}.get(parts[3],
+                                                                                         "RayJobList")
+            return 200, {"apiVersion": "ray.io/v1", "kind": kind, "items": pools[parts[3]],
+                         "metadata": {"resourceVersion": "903", "continue": ""}}
         if parts[:3] == ["apis", "ray.io", "v1"] and len(parts) >= 6 and parts[3] == "namespaces":
             namespace, plural = parts[4], parts[5]
-            pool = {"rayservices": self.rayservices, "rayclusters": self.rayclusters}.get(plural)
+            pool = pools.get(plural)
             if pool is None:
                 return 404, _status(404, "NotFound", "the server could not find the requested resource")
             in_ns = [o for o in pool if o["metadata"]["namespace"] == namespace]

@@ -231,8 +231,12 @@ def test_presync_new_rayservice_is_created_without_live_cluster(hook: Callable[.
 def test_presync_queries_managed_resources_with_filters(hook: Callable[..., Result]) -> None:
     argo, kube = scenario()
     run_json(hook, argo, kube, "--app-namespace", "team-a")
-    assert argo.requests == [(f"/api/v1/applications/{APP}/managed-resources",
-                              {"group": ["ray.io"], "appNamespace": ["team-a"]})]
+    path = f"/api/v1/applications/{APP}/managed-resources"
+    assert argo.requests == [  # the ray.io objects, then where an operator upgrade would show
+        (path, {"group": ["ray.io"], "appNamespace": ["team-a"]}),
+        (path, {"group": ["apps"], "kind": ["Deployment"], "appNamespace": ["team-a"]}),
+        (path, {"group": ["apiextensions.k8s.io"], "kind": ["CustomResourceDefinition"],
+                "appNamespace": ["team-a"]})]
     assert "/apis/ray.io/v1/namespaces/ml/rayservices" in kube.requests  # one list per namespace
     assert ("/api/v1/pods?fieldSelector=status.phase!=Succeeded,status.phase!=Failed&limit=500"
             in kube.requests)
@@ -243,7 +247,7 @@ def test_presync_retries_after_argocd_503(hook: Callable[..., Result]) -> None:
     argo.fail_first = 1
     proc, _ = run_json(hook, argo, kube)
     assert proc.returncode == 0, proc.stderr
-    assert len(argo.requests) == 2
+    assert len(argo.requests) == 4  # the 503, its retry, then the Deployment and CRD filters
 
 
 def test_presync_argocd_down_fails_closed(tmp_path: Path) -> None:

@@ -118,7 +118,8 @@ def test_kustomize_base_objects() -> None:
                                                "Namespace", "NetworkPolicy", "Service", "ServiceAccount"]
     assert {o["metadata"].get("namespace") for o in objs
             if o["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding")} == {"rayservice-impact"}
-    assert _rules(objs) == {("ray.io", "rayservices"), ("ray.io", "rayclusters"), ("", "nodes"), ("", "pods")}
+    assert _rules(objs) == {("ray.io", "rayservices"), ("ray.io", "rayclusters"), ("ray.io", "rayjobs"),
+                            ("", "nodes"), ("", "pods")}
     deploy = one(objs, "Deployment")
     _hardened(deploy)
     _policy_mounted(objs, deploy)
@@ -149,7 +150,8 @@ def test_kustomize_argocd_hook_objects() -> None:
         assert (ann[HOOK], ann["argocd.argoproj.io/hook-delete-policy"]) == ("PreSync", "BeforeHookCreation")
         waves[obj["kind"]] = int(ann["argocd.argoproj.io/sync-wave"])
     assert max(w for k, w in waves.items() if k != "Pod") < waves["Pod"]
-    assert _rules(objs) == {("ray.io", "rayservices"), ("ray.io", "rayclusters"), ("", "nodes"), ("", "pods")}
+    assert _rules(objs) == {("ray.io", "rayservices"), ("ray.io", "rayclusters"), ("ray.io", "rayjobs"),
+                            ("", "nodes"), ("", "pods")}
     pod = one(objs, "Pod")
     _hardened(pod)
     _policy_mounted(objs, pod)
