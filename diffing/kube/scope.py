@@ -79,7 +79,15 @@ def decode(data: bytes, source: str = "") -> str:
                 raise ManifestError(f"starts with a {_CODEC_NAMES[codec]} byte-order mark but is not "
                                     f"{_CODEC_NAMES[codec]} text (invalid bytes at offset {exc.start})",
                                     source=source) from None
-            return text.removeprefix("\ufeff")
+            text = text.removeprefix("\ufeff")
+            if text and not any(c < "\x80" for c in text):
+                # A manifest is mostly ASCII (keys, colons, line breaks): UTF-8 bytes behind a stray
+                # mark decode into code units none of which is ASCII, and into one YAML string that
+                # kubectl refuses ("cannot unmarshal string"). Refused here too, never read as nothing.
+                raise ManifestError(f"starts with a {_CODEC_NAMES[codec]} byte-order mark but is not "
+                                    f"{_CODEC_NAMES[codec]} text (not one character of it is ASCII)",
+                                    source=source)
+            return text
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -303,12 +303,12 @@ class Kubernetes:
 
     rayservices: list[dict[str, Any]] = field(default_factory=list)
     rayclusters: list[dict[str, Any]] = field(default_factory=list)
-    rayjobs: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
     token: str = KUBE_TOKEN
     forbidden: tuple[str, ...] = ()  # path prefixes answered 403
     requests: list[str] = field(default_factory=list)
+    rayjobs: list[dict[str, Any]] = field(default_factory=list)
 
     def __call__(self, method: str, path: str, query: dict[str, list[str]], headers: Any
                  ) -> tuple[int, Any]:

@@ -295,7 +295,8 @@ def test_presync_reads_rayclusters_and_rayjobs_from_argocd_and_the_cluster_live(
         out = capsys.readouterr()
     assert code in (0, 3), out.err  # the verdict is the core's; the check ran
     # One call for the whole ray.io group: Argo CD filters on one kind or none.
-    assert argo.requests == [("/api/v1/applications/ray-serving/managed-resources", {"group": ["ray.io"]})]
+    assert argo.requests[0] == ("/api/v1/applications/ray-serving/managed-resources", {"group": ["ray.io"]})
+    assert [q.get("kind") for _, q in argo.requests[1:]] == [["Deployment"], ["CustomResourceDefinition"]]
     report = json.loads(out.out)
     # The RayCronJob is analysed from Argo CD's target alone: it has no live basis.
     assert [(r["kind"], r["name"]) for r in report["resources"]] == [

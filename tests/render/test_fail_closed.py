@@ -145,6 +145,19 @@ def test_undecodable_file_that_may_hold_a_rayservice_is_an_error_never_a_deletio
         assert report.get("decision") != "approve"
 
 
+def test_utf8_behind_a_stray_utf16_mark_is_an_error_never_a_deletion(tmp_path: Path, capsys) -> None:
+    """The UTF-16 mark decodes the UTF-8 bytes behind it into one string of CJK characters, which
+    would hold no RayService (found by the CLI's byte fuzz: b'\\xfe\\xff' spliced at offset 0)."""
+    repo, base = plain_repo(tmp_path)
+    path = repo / "llm" / "rayservice.yaml"
+    path.write_bytes(b"\xfe\xff" + path.read_bytes())
+    head = commit(repo)
+    for mode in ("auto", "none"):
+        code, report = run(repo, base, head, capsys, "--render", mode)
+        assert code in (2, 3), (mode, code, report)
+        assert report.get("decision") != "approve"
+
+
 def test_a_pattern_never_decides_what_an_application_is(tmp_path: Path, capsys) -> None:
     """``kind: Application  # prod`` with a ``kustomize.images`` bump: the Application is found by
     its parsed kind, so the bump it makes is rendered and held."""

@@ -184,3 +184,13 @@ def test_reports_stay_json_serialisable_at_the_64_bit_edge() -> None:
     json.dumps(report.to_dict())
     diffing.render_markdown(report)
     assert report.decision == "hold"
+
+
+def test_decode_refuses_utf8_behind_a_utf16_mark_and_keeps_real_utf16() -> None:
+    from diffing.kube.scope import decode
+
+    text = "apiVersion: ray.io/v1\nkind: RayService\n"
+    assert decode(b"\xff\xfe" + text.encode("utf-16-le")) == text
+    assert decode(text.encode("utf-16")) == text
+    with pytest.raises(ManifestError, match="not one character of it is ASCII"):
+        decode(b"\xfe\xff" + (text + "#").encode())  # an even number of bytes: it decodes
