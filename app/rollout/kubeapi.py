@@ -247,6 +247,10 @@ class KubeAPI:
                 async for chunk in resp.aiter_bytes():
                     buffer += chunk
                     while (cut := buffer.find(b"\n")) >= 0:
+                        if cut > self.max_event_bytes:
+                            raise KubeAPIError(
+                                f"a watch event of {path} is larger than {self.max_event_bytes} bytes"
+                            )
                         line = bytes(buffer[:cut])
                         del buffer[: cut + 1]
                         if line.strip():
