@@ -288,9 +288,13 @@ def test_410_gone_relists_and_loses_nothing(standin: tuple[KubeStandin, str]) ->
         svc = hub.get("rayservices", NS, "svc")
         assert svc is not None and svc["status"]["pendingServiceStatus"]["rayClusterName"] == "svc-b"
         assert server.list_requests[("rayservices", NS)] == 2  # listed again after the 410
+
         # The watch after the new list starts from the list's resourceVersion, not the old one.
-        last = [w for w in server.watch_requests if w["plural"] == "rayservices"][-1]
-        assert int(last["resourceVersion"]) >= server.oldest - 1
+        def versions() -> list[int]:
+            return [int(w["resourceVersion"]) for w in server.watch_requests if w["plural"] == "rayservices"]
+
+        await until(lambda: versions()[-1] >= server.oldest - 1)
+        assert versions()[-2] < server.oldest  # the stale one, answered with the 410 ERROR event
 
     asyncio.run(with_hub(url, body))
 
@@ -354,6 +358,7 @@ def test_200_rayservices_share_one_watch_per_kind(standin: tuple[KubeStandin, st
 
         tasks = [asyncio.create_task(one(i)) for i in range(200)]
         await until(lambda: len(firsts) >= 200)
+        await until(lambda: sum(server.open_watches.values()) == 5)
         kinds = ("rayservices", "rayclusters", "rayjobs", "pods", "events")
         assert {k: server.open_watches[(k, NS)] for k in kinds} == dict.fromkeys(kinds, 1)
         assert len(server.watch_requests) == 5
