@@ -83,6 +83,9 @@ class KubeFollower:
                         out.append(finals[target.key])
                         continue
                     seen, memories[target.key] = self._judge(target, memories[target.key], watch.started, now)
+                    errors = self.hub.errors(target.namespace)
+                    if seen.phase == Phase.WAITING and errors:  # e.g. RBAC denies the watch: say so
+                        seen = replace(seen, summary=f"{seen.summary} (the watch fails: {errors[0]})")
                     if now >= deadline and not Phase(seen.phase).final:
                         seen = stuck(target, seen, deadline_seconds=watch.deadline_seconds)
                     obs = Observation(
@@ -114,7 +117,3 @@ class KubeFollower:
         finally:
             self.hub.unsubscribe(changed)
             await self.hub.release(namespaces)
-
-
-def with_updated(obs: tuple[Observation, ...], now: float) -> tuple[Observation, ...]:
-    return tuple(replace(o, updated=now) for o in obs)

@@ -100,6 +100,9 @@ class Informer:
         self.hub._changed()
 
     def _put(self, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)  # the bulk of many objects; nothing here reads it
         key = _key(obj)
         if key not in self.cache:
             if self.hub.cached >= self.hub.max_objects:

@@ -104,6 +104,7 @@ class KubeStandin:
         self.watch_requests: list[dict[str, str]] = []
         self.list_requests: Counter[tuple[str, str]] = Counter()
         self.hold = False  # deliver nothing to open watches while set
+        self.deny: set[str] = set()  # plurals answered 403 Forbidden (RBAC denies them)
         self._wakers: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._kick = 0
         self._drop = 0
@@ -204,6 +205,13 @@ class KubeStandin:
     async def collection(self, request: Request) -> Response:
         plural = request.path_params["plural"]
         ns = request.path_params.get("ns", "")
+        if plural in self.deny:
+            return JSONResponse(
+                _status(
+                    403, "Forbidden", f'{plural} is forbidden: User "system:serviceaccount:x:y" cannot list'
+                ),
+                status_code=403,
+            )
         if request.method == "POST":
             return await self._create(request, plural, ns)
         if request.query_params.get("watch") in ("1", "true"):

@@ -426,3 +426,20 @@ def test_an_oversized_watch_event_is_refused(standin: tuple[KubeStandin, str]) -
             await api.aclose()
 
     asyncio.run(body())
+
+
+def test_a_forbidden_watch_is_said_and_ends_stuck(standin: tuple[KubeStandin, str]) -> None:
+    server, url = standin
+    server.deny = {"rayservices"}
+    clock = Clock()
+
+    def past_deadline() -> None:
+        clock.now = clock.start + 3
+        server.put("pods", pod("x", "other", "Running"))  # any change wakes the follower
+
+    # The follower waits for the first list at most until the deadline (1.5 s), then says why it sees nothing.
+    seen = asyncio.run(replay(url, (SVC,), [past_deadline], clock=clock, deadline=1.5, gap=2.5))
+    assert seen[0][0].phase == Phase.WAITING
+    assert "the watch fails" in seen[0][0].summary and "forbidden" in seen[0][0].summary
+    final = seen[-1][0]
+    assert final.phase == Phase.STUCK and "the change never reached the object" in final.summary
