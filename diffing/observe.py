@@ -79,6 +79,32 @@ class Memory:
     existed: bool = False
 
 
+def memory_to_json(m: Memory) -> dict[str, Any]:
+    """A :class:`Memory` as JSON values, to keep beside the watch (a restart resumes from it)."""
+    return {"firstSeen": m.first_seen, "generation": m.generation, "active": m.active,
+            "pendingSeen": list(m.pending_seen), "baseline": dict(m.baseline), "headUid": m.head_uid,
+            "jobStatusFirst": m.job_status_first, "jobCluster": m.job_cluster, "reached": m.reached,
+            "peak": dict(m.peak), "existed": m.existed}
+
+
+def memory_from_json(d: Any) -> Memory:
+    """The inverse of :func:`memory_to_json`; anything unreadable is a fresh :class:`Memory`."""
+    if not isinstance(d, Mapping):
+        return Memory()
+    try:
+        return Memory(first_seen=bool(d.get("firstSeen")), generation=int(d.get("generation") or 0),
+                      active=str(d.get("active") or ""),
+                      pending_seen=tuple(str(x) for x in d.get("pendingSeen") or ()),
+                      baseline={str(k): int(v) for k, v in (d.get("baseline") or {}).items()},
+                      head_uid=str(d.get("headUid") or ""),
+                      job_status_first=str(d.get("jobStatusFirst") or ""),
+                      job_cluster=str(d.get("jobCluster") or ""), reached=bool(d.get("reached")),
+                      peak={str(k): int(v) for k, v in (d.get("peak") or {}).items()},
+                      existed=bool(d.get("existed")))
+    except (TypeError, ValueError, AttributeError):
+        return Memory()
+
+
 # -- small readers ---------------------------------------------------------------------------
 
 

@@ -27,4 +27,4 @@ def kube_parts(settings: Settings) -> tuple[Store, Follower] | None:
         max_watches=settings.rollout_max_watches,
     )
     store = KubeStore(api, default_namespace(settings.rollout_namespace))
-    return store, KubeFollower(hub)
+    return store, KubeFollower(hub, memo=store)

@@ -244,6 +244,31 @@ class KubeStore:
                 continue
         raise KubeAPIError(f"the rollout watch {key} kept changing while being finished")
 
+    async def load_memories(self, key: str) -> dict[str, Any]:
+        """What the follower of ``key`` remembered (first sight, peaks), by target key."""
+        cm = await self.api.get(self._cm(object_name(key)))
+        text = ((cm or {}).get("data") or {}).get("memory")
+        try:
+            loaded = json.loads(text) if text else {}
+        except ValueError:
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    async def save_memories(self, key: str, memories: Mapping[str, Any]) -> None:
+        name = object_name(key)
+        text = json.dumps(memories, sort_keys=True)
+        if len(text) > MAX_PAYLOAD // 2:
+            return  # too large to keep: a restart then starts from what it sees
+        for _ in range(5):
+            cm = await self.api.get(self._cm(name))
+            if cm is None:
+                return
+            try:
+                await self.api.update(self._cm(name), dict(cm, data=dict(cm.get("data") or {}, memory=text)))
+                return
+            except Conflict:
+                continue
+
     async def final(self, key: str) -> tuple[Observation, ...] | None:
         """The final observations of a finished watch (``None`` while unfinished or unknown)."""
         cm = await self.api.get(self._cm(object_name(key)))

@@ -11,14 +11,19 @@ turns STUCK with the ways out (:func:`diffing.observe.stuck`); a final target st
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import replace
+from typing import Any, Protocol
 
-from diffing.observe import Memory, Seen, observe, stuck
+from diffing.observe import Memory, Seen, memory_from_json, memory_to_json, observe, stuck
 
+from .kubeapi import KubeAPIError
 from .model import Observation, Phase, Target, Watch
 from .watch import PLURAL_OF, WatchHub
+
+log = logging.getLogger(__name__)
 
 SYNC_TIMEOUT = 60.0
 
@@ -36,13 +41,44 @@ def _signature(o: Observation) -> tuple[object, ...]:
     )
 
 
+class Memo(Protocol):
+    """Where a follower keeps what it remembers of each target (``KubeStore`` does, in the watch's
+    ConfigMap), so that a restarted replica judges from the first sight, not from its own."""
+
+    async def load_memories(self, key: str) -> dict[str, Any]: ...
+
+    async def save_memories(self, key: str, memories: Mapping[str, Any]) -> None: ...
+
+
 class KubeFollower:
     def __init__(
-        self, hub: WatchHub, accelerators: Iterable[str] = (), clock: Callable[[], float] = time.time
+        self,
+        hub: WatchHub,
+        accelerators: Iterable[str] = (),
+        clock: Callable[[], float] = time.time,
+        memo: Memo | None = None,
     ) -> None:
         self.hub = hub
         self.accelerators = tuple(accelerators)
         self.clock = clock
+        self.memo = memo
+
+    async def _load(self, watch: Watch) -> dict[str, Memory]:
+        loaded: dict[str, Any] = {}
+        if self.memo is not None:
+            try:
+                loaded = await self.memo.load_memories(watch.key)
+            except KubeAPIError as exc:
+                log.warning("rollout watch %s: cannot read what was remembered (%s)", watch.key, exc)
+        return {t.key: memory_from_json(loaded.get(t.key)) for t in watch.targets}
+
+    async def _save(self, watch: Watch, memories: dict[str, Memory]) -> None:
+        if self.memo is None:
+            return
+        try:
+            await self.memo.save_memories(watch.key, {k: memory_to_json(m) for k, m in memories.items()})
+        except KubeAPIError as exc:
+            log.warning("rollout watch %s: cannot keep what was seen (%s)", watch.key, exc)
 
     def _judge(self, target: Target, memory: Memory, since: float, now: float) -> tuple[Seen, Memory]:
         hub, ns = self.hub, target.namespace
@@ -71,7 +107,8 @@ class KubeFollower:
             await self.hub.wait_synced(
                 namespaces, timeout=max(1.0, min(SYNC_TIMEOUT, deadline - self.clock()))
             )
-            memories = {t.key: Memory() for t in watch.targets}
+            memories = await self._load(watch)
+            saved = dict(memories)
             finals: dict[str, Observation] = {}
             last: tuple[tuple[object, ...], ...] | None = None
             while True:
@@ -103,6 +140,9 @@ class KubeFollower:
                     if obs.phase.final:
                         finals[target.key] = obs
                     out.append(obs)
+                if memories != saved:
+                    await self._save(watch, memories)
+                    saved = dict(memories)
                 signature = tuple(_signature(o) for o in out)
                 if signature != last:
                     last = signature

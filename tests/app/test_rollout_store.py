@@ -196,3 +196,51 @@ def test_kube_parts_from_a_kubeconfig(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert isinstance(follower, KubeFollower) and follower.hub.cluster_wide and follower.hub.max_watches == 10
     assert store.api._headers()["Authorization"] == "Bearer secret-token"
     asyncio.run(store.api.aclose())
+
+
+def test_a_restart_after_the_switch_remembers_the_first_sight(standin: tuple[KubeStandin, str]) -> None:
+    """The pod dies while the new cluster is pending; the switch happens before another replica
+    takes the watch over. What the first follower remembered (the old active cluster, the pending
+    one, the peak) is in the watch's ConfigMap, so the second one still reports the new cluster."""
+    server, url = standin
+    server.put("rayservices", rayservice(1))
+
+    async def life(until_phase: Phase | None) -> tuple[Observation, ...]:
+        api = KubeAPI(url)
+        hub = WatchHub(api, backoff=0.05)
+        store = KubeStore(api, HOME)
+        follower = KubeFollower(hub, memo=store)
+        last: tuple[Observation, ...] = ()
+        try:
+            w = (await store.unfinished())[0]
+
+            async def follow() -> None:
+                nonlocal last
+                async for obs in follower.follow(w):
+                    last = obs
+                    if obs[0].phase == until_phase:
+                        break
+
+            await asyncio.wait_for(follow(), 10)
+            return last
+        finally:
+            await hub.close()
+            await api.aclose()
+
+    async def start() -> None:
+        api = KubeAPI(url)
+        try:
+            assert await KubeStore(api, HOME).add(a_watch())
+        finally:
+            await api.aclose()
+
+    asyncio.run(start())
+    server.put("rayservices", rayservice(2, pending="svc-b"))
+    server.put("pods", pod("b-1", "svc-b", "Pending"))
+    first = asyncio.run(life(Phase.PROGRESSING))
+    assert first[0].pending_pods == 1
+    server.put("rayservices", rayservice(2, active="svc-b"))  # while no replica follows
+    server.delete("pods", NS, "b-1")
+    last = asyncio.run(life(None))
+    assert last[0].phase == Phase.DONE and last[0].observed_rollout == "new-cluster"
+    assert dict(last[0].observed_extra) == {"nvidia.com/gpu": 4} and last[0].as_predicted

@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from app.rollout.model import Target
-from diffing.observe import Memory, Seen, duration, observe, pod_accelerators, stuck
+from diffing.observe import (
+    Memory,
+    Seen,
+    duration,
+    memory_from_json,
+    memory_to_json,
+    observe,
+    pod_accelerators,
+    stuck,
+)
 
 T0 = 1_000_000.0
 
@@ -194,3 +203,9 @@ def test_accelerators_of_a_pod_and_durations() -> None:
     p = {"spec": {"containers": [{"resources": {"limits": limits, "requests": {"cpu": "2"}}}]}}
     assert pod_accelerators(p) == {"google.com/tpu": 4, "aws.amazon.com/neuron": 1}
     assert duration(5) == "5 s" and duration(3700) == "1 h 1 m"
+
+
+def test_memory_round_trips_through_json() -> None:
+    _, mem = run(SVC, rs(gen=3, pending="svc-b"), Memory(), pods=[pod("b-w", "svc-b")])
+    assert memory_from_json(memory_to_json(mem)) == mem and mem.peak
+    assert memory_from_json({"generation": "x"}) == Memory() and memory_from_json(None) == Memory()
