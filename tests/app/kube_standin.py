@@ -170,7 +170,7 @@ class KubeStandin:
     def compact(self) -> None:
         """Forget every event so far: a watch from an older resourceVersion gets 410."""
         with self.lock:
-            self.oldest = self.version + 1
+            self.oldest = self.version  # watching from the newest version (a new list's) is fine
             self.events.clear()
 
     def kick(self) -> None:
@@ -291,12 +291,12 @@ class KubeStandin:
         bookmarks = q.get("allowWatchBookmarks") == "true"
         labels, fields = q.get("labelSelector"), q.get("fieldSelector")
         loop = asyncio.get_running_loop()
+        kick, drop = self._kick, self._drop  # a kick or drop after the request reaches this watch
 
         async def stream() -> AsyncIterator[bytes]:
             waker = (loop, asyncio.Event())
             self._wakers.add(waker)
             self.open_watches[(plural, ns)] += 1
-            kick, drop = self._kick, self._drop
             try:
                 if since and since < self.oldest:
                     yield (
@@ -359,3 +359,81 @@ class KubeStandin:
                 self.open_watches[(plural, ns)] -= 1
 
         return StreamingResponse(stream(), media_type="application/json")
+
+
+# -- the objects of the scripted upgrades (KubeRay v1.7.0 status fields, see diffing/observe.py) --
+
+NS = "serving"
+GPU_MESSAGE = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+
+
+def rayservice(
+    gen: int,
+    *,
+    active: str = "svc-a",
+    pending: str = "",
+    ready: str = "True",
+    reason: str = "NonZeroServeEndpoints",
+    message: str = "",
+    apps: str = "RUNNING",
+    name: str = "svc",
+    ns: str = NS,
+) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "observedGeneration": gen,
+        "conditions": [
+            {"type": "Ready", "status": ready, "reason": reason, "message": message},
+            {"type": "UpgradeInProgress", "status": "True" if pending else "False"},
+        ],
+        "activeServiceStatus": {"rayClusterName": active, "applicationStatuses": {"app": {"status": apps}}},
+    }
+    if pending:
+        status["pendingServiceStatus"] = {
+            "rayClusterName": pending,
+            "applicationStatuses": {"app": {"status": "DEPLOYING"}},
+        }
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": name, "namespace": ns, "generation": gen},
+        "spec": {},
+        "status": status,
+    }
+
+
+def pod(name: str, cluster: str, phase: str, gpus: int = 4) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "uid": name, "labels": {"ray.io/cluster": cluster}},
+        "spec": {"containers": [{"name": "ray", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
+        "status": {"phase": phase},
+    }
+
+
+def failed_scheduling(pod_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{pod_name}.1", "namespace": NS},
+        "reason": "FailedScheduling",
+        "type": "Warning",
+        "message": GPU_MESSAGE,
+        "lastTimestamp": "2026-01-01T00:00:00Z",
+        "involvedObject": {"kind": "Pod", "namespace": NS, "name": pod_name},
+    }
+
+
+def rayjob(deployment: str, job_status: str = "", failed: int = 0) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "job", "namespace": NS, "generation": 1},
+        "status": {
+            "jobDeploymentStatus": deployment,
+            "jobStatus": job_status,
+            "failed": failed,
+            "rayClusterName": "job-c",
+            "observedGeneration": 1,
+        },
+    }

@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kube_standin import KubeStandin
-from test_rollout_watch import NS, pod, rayservice
+from kube_standin import NS, KubeStandin, pod, rayservice
 
 from app.rollout.kube import kube_parts
 from app.rollout.kubeapi import KubeAPI

@@ -14,15 +14,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
-from kube_standin import KubeStandin
+from kube_standin import GPU_MESSAGE, NS, KubeStandin, failed_scheduling, pod, rayjob, rayservice
 
 from app.rollout.kubeapi import KubeAPI, KubeAPIError
 from app.rollout.model import Observation, Phase, Target, Watch
 from app.rollout.tracker import KubeFollower
 from app.rollout.watch import HubFull, WatchHub
-
-NS = "serving"
-GPU_MESSAGE = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
 
 
 @pytest.fixture
@@ -39,63 +36,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def rayservice(
-    gen: int,
-    *,
-    active: str = "svc-a",
-    pending: str = "",
-    ready: str = "True",
-    reason: str = "NonZeroServeEndpoints",
-    message: str = "",
-    apps: str = "RUNNING",
-    name: str = "svc",
-    ns: str = NS,
-) -> dict[str, Any]:
-    status: dict[str, Any] = {
-        "observedGeneration": gen,
-        "conditions": [
-            {"type": "Ready", "status": ready, "reason": reason, "message": message},
-            {"type": "UpgradeInProgress", "status": "True" if pending else "False"},
-        ],
-        "activeServiceStatus": {"rayClusterName": active, "applicationStatuses": {"app": {"status": apps}}},
-    }
-    if pending:
-        status["pendingServiceStatus"] = {
-            "rayClusterName": pending,
-            "applicationStatuses": {"app": {"status": "DEPLOYING"}},
-        }
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayService",
-        "metadata": {"name": name, "namespace": ns, "generation": gen},
-        "spec": {},
-        "status": status,
-    }
-
-
-def pod(name: str, cluster: str, phase: str, gpus: int = 4) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "uid": name, "labels": {"ray.io/cluster": cluster}},
-        "spec": {"containers": [{"name": "ray", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
-        "status": {"phase": phase},
-    }
-
-
-def failed_scheduling(pod_name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": f"{pod_name}.1", "namespace": NS},
-        "reason": "FailedScheduling",
-        "type": "Warning",
-        "message": GPU_MESSAGE,
-        "lastTimestamp": "2026-01-01T00:00:00Z",
-        "involvedObject": {"kind": "Pod", "namespace": NS, "name": pod_name},
-    }
 
 
 Step = Callable[[], None]
@@ -218,21 +158,6 @@ def test_rollback_drops_the_pending_cluster(standin: tuple[KubeStandin, str]) ->
     assert "rolled back: pending cluster svc-b dropped, svc-a still serves" in final.summary
 
 
-def rayjob(deployment: str, job_status: str = "", failed: int = 0) -> dict[str, Any]:
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
-        "metadata": {"name": "job", "namespace": NS, "generation": 1},
-        "status": {
-            "jobDeploymentStatus": deployment,
-            "jobStatus": job_status,
-            "failed": failed,
-            "rayClusterName": "job-c",
-            "observedGeneration": 1,
-        },
-    }
-
-
 def test_rayjob_retry_then_complete(standin: tuple[KubeStandin, str]) -> None:
     server, url = standin
     target = Target("RayJob", NS, "job", "create", {"nvidia.com/gpu": 4})
@@ -278,6 +203,7 @@ def test_410_gone_relists_and_loses_nothing(standin: tuple[KubeStandin, str]) ->
         await hub.acquire([NS])
         assert await hub.wait_synced([NS], timeout=5)
         assert server.list_requests[("rayservices", NS)] == 1
+        await until(lambda: server.open_watches[("rayservices", NS)] == 1)
         server.hold = True  # what happens now is not delivered to the open watch...
         server.put("rayservices", rayservice(2, pending="svc-b"))
         server.put("rayservices", rayservice(1, name="other"))
@@ -293,7 +219,7 @@ def test_410_gone_relists_and_loses_nothing(standin: tuple[KubeStandin, str]) ->
         def versions() -> list[int]:
             return [int(w["resourceVersion"]) for w in server.watch_requests if w["plural"] == "rayservices"]
 
-        await until(lambda: versions()[-1] >= server.oldest - 1)
+        await until(lambda: versions()[-1] >= server.oldest)
         assert versions()[-2] < server.oldest  # the stale one, answered with the 410 ERROR event
 
     asyncio.run(with_hub(url, body))
@@ -306,6 +232,7 @@ def test_dropped_connection_resumes_from_resource_version(standin: tuple[KubeSta
     async def body(hub: WatchHub) -> None:
         await hub.acquire([NS])
         assert await hub.wait_synced([NS], timeout=5)
+        await until(lambda: server.open_watches[("rayservices", NS)] == 1)
         before = len([w for w in server.watch_requests if w["plural"] == "rayservices"])
         server.hold = True
         changed = server.put("rayservices", rayservice(2, pending="svc-b"))
