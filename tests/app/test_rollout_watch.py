@@ -370,3 +370,25 @@ def test_a_forbidden_watch_is_said_and_ends_stuck(standin: tuple[KubeStandin, st
     assert "the watch fails" in seen[0][0].summary and "forbidden" in seen[0][0].summary
     final = seen[-1][0]
     assert final.phase == Phase.STUCK and "the change never reached the object" in final.summary
+
+
+def test_lists_are_read_page_by_page(standin: tuple[KubeStandin, str]) -> None:
+    server, url = standin
+    for i in range(20):
+        server.put("rayservices", rayservice(1, name=f"svc-{i:02}"))
+
+    async def body() -> None:
+        api = KubeAPI(url, timeout=5, max_items=15)
+        try:
+            path = "/apis/ray.io/v1/namespaces/serving/rayservices"
+            with pytest.raises(KubeAPIError, match="more than 15 objects"):
+                await api.list(path, page=7)
+            api.max_items = 100
+            items, version = await api.list(path, page=7)
+            assert [i["metadata"]["name"] for i in items] == [f"svc-{i:02}" for i in range(20)]
+            assert version == str(server.version)
+        finally:
+            await api.aclose()
+
+    asyncio.run(body())
+    assert server.list_requests[("rayservices", NS)] == 3 + 3  # 7 + 7 + 6 twice (the first refused at 20 > 15)
