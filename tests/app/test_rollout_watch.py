@@ -391,4 +391,6 @@ def test_lists_are_read_page_by_page(standin: tuple[KubeStandin, str]) -> None:
             await api.aclose()
 
     asyncio.run(body())
-    assert server.list_requests[("rayservices", NS)] == 3 + 3  # 7 + 7 + 6 twice (the first refused at 20 > 15)
+    assert (
+        server.list_requests[("rayservices", NS)] == 3 + 3
+    )  # 7 + 7 + 6 twice (the first refused at 20 > 15)
