@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +217,7 @@ class KubeAPI:
         label_selector: str | None = None,
         field_selector: str | None = None,
         timeout_seconds: int = 300,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """The watch events after ``resource_version`` (with bookmarks), until the server ends the
         stream (``timeoutSeconds``) or the connection drops (:class:`KubeAPIError`)."""
         params: dict[str, Any] = {

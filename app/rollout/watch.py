@@ -143,18 +143,22 @@ class Informer:
                     need_list = False
                 self.hub.watch_requests += 1
                 opened = asyncio.get_running_loop().time()
-                async for event in self.hub.api.watch(
+                events = self.hub.api.watch(
                     self.path,
                     self.version,
                     label_selector=self.kind.label_selector,
                     field_selector=self.kind.field_selector,
                     timeout_seconds=self.hub.timeout_seconds,
-                ):
-                    failures = 0
-                    if not self._apply(event):
-                        need_list = True
-                        break
-                else:
+                )
+                async with contextlib.aclosing(events):  # a break closes the stream at once
+                    async for event in events:
+                        failures = 0
+                        if not self._apply(event):
+                            need_list = True
+                            if event["object"].get("code") != 410:  # not "too old": a server error
+                                failures = 1
+                            break
+                if not need_list:
                     # The server ended the stream (timeoutSeconds): watch again from version; a
                     # server that ends streams at once is not asked again in a busy loop.
                     if asyncio.get_running_loop().time() - opened < 1.0:
