@@ -104,6 +104,7 @@ class KubeStandin:
         self.watch_requests: list[dict[str, str]] = []
         self.list_requests: Counter[tuple[str, str]] = Counter()
         self.hold = False  # deliver nothing to open watches while set
+        self.inject: dict[str, list[bytes]] = {}  # plural -> lines its next watch sends first
         self.deny: set[str] = set()  # plurals answered 403 Forbidden (RBAC denies them)
         self._wakers: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._kick = 0
@@ -311,6 +312,8 @@ class KubeStandin:
                         + b"\n"
                     )
                     return
+                for line in self.inject.pop(plural, []):
+                    yield line
                 sent = since
                 end = loop.time() + timeout
                 last_bookmark = loop.time()

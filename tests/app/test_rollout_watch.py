@@ -394,3 +394,35 @@ def test_lists_are_read_page_by_page(standin: tuple[KubeStandin, str]) -> None:
     assert (
         server.list_requests[("rayservices", NS)] == 3 + 3
     )  # 7 + 7 + 6 twice (the first refused at 20 > 15)
+
+
+def test_junk_and_error_events_in_a_stream_are_survived(standin: tuple[KubeStandin, str]) -> None:
+    server, url = standin
+    server.put("rayservices", rayservice(1))
+
+    async def body(hub: WatchHub) -> None:
+        await hub.acquire([NS])
+        assert await hub.wait_synced([NS], timeout=5)
+        await until(lambda: server.open_watches[("rayservices", NS)] == 1)
+        informer = hub.informers[("rayservices", NS)]
+        # A line that is not JSON: the stream is given up and watched again from the version.
+        server.inject["rayservices"] = [b"this is not json\n"]
+        server.kick()
+        await until(lambda: "not JSON" in informer.error)
+        changed = server.put("rayservices", rayservice(2, pending="svc-b"))
+        await until(
+            lambda: (
+                (hub.get("rayservices", NS, "svc") or {}).get("metadata", {}).get("resourceVersion")
+                == changed["metadata"]["resourceVersion"]
+            )
+        )
+        assert server.list_requests[("rayservices", NS)] == 1
+        # An ERROR event that is not 410 (an internal error): listed again, after a backoff.
+        server.inject["rayservices"] = [
+            b'{"type":"ERROR","object":{"kind":"Status","code":500,"reason":"InternalError"}}\n'
+        ]
+        server.kick()
+        await until(lambda: server.list_requests[("rayservices", NS)] == 2)
+        assert hub.get("rayservices", NS, "svc") is not None
+
+    asyncio.run(with_hub(url, body))
