@@ -243,3 +243,32 @@ def test_a_restart_after_the_switch_remembers_the_first_sight(standin: tuple[Kub
     last = asyncio.run(life(None))
     assert last[0].phase == Phase.DONE and last[0].observed_rollout == "new-cluster"
     assert dict(last[0].observed_extra) == {"nvidia.com/gpu": 4} and last[0].as_predicted
+
+
+def test_an_unreadable_watch_record_is_skipped(standin: tuple[KubeStandin, str]) -> None:
+    server, url = standin
+    labels = {
+        "app.kubernetes.io/managed-by": "rayservice-impact",
+        "rayservice-impact/rollout-watch": "true",
+        "rayservice-impact/finished": "false",
+    }
+    server.put(
+        "configmaps",
+        {
+            "metadata": {"name": "rollout-junk", "namespace": HOME, "labels": labels},
+            "data": {"watch": "{not json"},
+        },
+    )
+
+    async def body() -> None:
+        api = KubeAPI(url)
+        store = KubeStore(api, HOME)
+        try:
+            assert await store.add(a_watch())
+            assert [w.key for w in await store.unfinished()] == ["github:octo/repo@0123abcd"]
+            assert await store.load_memories("never-added") == {}
+            await store.finish("never-added", ())  # nothing to finish: no error
+        finally:
+            await api.aclose()
+
+    asyncio.run(body())
