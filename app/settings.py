@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     rollout_deadline_minutes: float = Field(default=30.0, gt=0, le=24 * 60)
     rollout_write_interval_seconds: float = Field(default=10.0, ge=0)   # at most one GitHub write per watch
     argocd_webhook_secret: SecretStr | None = None  # POST /webhooks/argocd's shared secret
+    # Rollout watch, Kubernetes side (issue 22; docs/rollout-watch.md). The namespace of the
+    # ConfigMaps and Leases that keep the watches (POD_NAMESPACE, from the downward API, wins).
+    rollout_namespace: str = "rayservice-impact"
+    rollout_cluster_wide: bool = False  # one watch per kind for the whole cluster, not per namespace
+    rollout_max_objects: int = Field(default=20_000, ge=1)  # objects cached by all watches
+    rollout_max_watches: int = Field(default=50, ge=5)  # concurrent watch streams (5 per namespace)
 
     @field_validator("kuberay_version")
     @classmethod

@@ -18,7 +18,9 @@ from diffing.policy import Policy
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 KUBECTL = shutil.which("kubectl")
-READ_ONLY = {"get", "list"}  # nothing watches: every read is one GET or LIST
+READ_ONLY = {"get", "list", "watch"}  # the rollout watch lists and watches (docs/rollout-watch.md)
+# The only writes: the rollout watch's ConfigMaps and Leases, in the service's own namespace.
+ROLLOUT_WRITES = {("", "configmaps"), ("coordination.k8s.io", "leases")}
 HOOK = "argocd.argoproj.io/hook"
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl (with kustomize) is not installed")
@@ -73,8 +75,11 @@ def test_kustomize_rbac_is_read_only(directory: Path) -> None:
     objs = render(directory)
     for role in (o for o in objs if o["kind"] in ("ClusterRole", "Role")):
         for rule in role["rules"]:
-            assert set(rule["verbs"]) <= READ_ONLY, (role["metadata"]["name"], rule)
             assert "*" not in rule.get("resources", []) and "*" not in rule.get("apiGroups", [])
+            if role["kind"] == "Role" and not set(rule["verbs"]) <= READ_ONLY:
+                assert {(g, r) for g in rule["apiGroups"] for r in rule["resources"]} <= ROLLOUT_WRITES, rule
+                continue
+            assert set(rule["verbs"]) <= READ_ONLY, (role["metadata"]["name"], rule)
     accounts = {(o["metadata"]["namespace"], o["metadata"]["name"])
                 for o in objs if o["kind"] == "ServiceAccount"}
     roles = {o["metadata"]["name"] for o in objs if o["kind"] == "ClusterRole"}
@@ -115,12 +120,28 @@ def _policy_mounted(objs: list[dict[str, Any]], obj: dict[str, Any]) -> None:
 def test_kustomize_base_objects() -> None:
     objs = render(DEPLOY / "base")
     assert sorted(o["kind"] for o in objs) == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
-                                               "Namespace", "NetworkPolicy", "Service", "ServiceAccount"]
+                                               "Namespace", "NetworkPolicy", "Role", "RoleBinding", "Service",
+                                               "ServiceAccount"]
     assert {o["metadata"].get("namespace") for o in objs
             if o["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding")} == {"rayservice-impact"}
     assert _rules(objs) == {("ray.io", "rayservices"), ("ray.io", "rayclusters"), ("ray.io", "rayjobs"),
-                            ("", "nodes"), ("", "pods")}
+                            ("", "nodes"), ("", "pods"), ("", "events")}
+    # The rollout watch: watch on what it follows, cluster-wide; writes only in its namespace.
+    watched = {(g, r) for rule in one(objs, "ClusterRole")["rules"] if "watch" in rule["verbs"]
+               for g in rule["apiGroups"] for r in rule["resources"]}
+    assert watched == {("ray.io", "rayservices"), ("ray.io", "rayclusters"), ("ray.io", "rayjobs"),
+                       ("", "pods"), ("", "events")}
+    role, binding = one(objs, "Role"), one(objs, "RoleBinding")
+    role_rules = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert role_rules == ROLLOUT_WRITES
+    assert all({"get", "list", "create", "update"} <= set(rule["verbs"]) for rule in role["rules"])
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "rayservice-impact",
+                                    "namespace": "rayservice-impact"}]
     deploy = one(objs, "Deployment")
+    env = {e["name"]: e for e in containers(deploy)[0]["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     _hardened(deploy)
     _policy_mounted(objs, deploy)
     (c,) = containers(deploy)
