@@ -205,6 +205,11 @@ class RolloutReporter:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(self._rescan, *tasks, return_exceptions=True)
+            for part in (self.follower, self.store):  # the watch streams and HTTP clients behind them
+                close = getattr(part, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):
+                        await close()
 
     async def _rescan_loop(self) -> None:
         while True:

@@ -143,6 +143,9 @@ class KubeStore:
         self.namespace = namespace
         self.clock = clock
 
+    async def aclose(self) -> None:
+        await self.api.aclose()
+
     def _cm(self, name: str | None = None) -> str:
         return api_path("v1", "configmaps", self.namespace, name)
 

@@ -63,6 +63,11 @@ class KubeFollower:
         self.clock = clock
         self.memo = memo
 
+    async def aclose(self) -> None:
+        """Stop every watch stream and close the API client (the service is shutting down)."""
+        await self.hub.close()
+        await self.hub.api.aclose()
+
     async def _load(self, watch: Watch) -> dict[str, Memory]:
         loaded: dict[str, Any] = {}
         if self.memo is not None:

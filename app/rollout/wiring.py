@@ -8,8 +8,6 @@ that rollout reporting is not configured.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -20,24 +18,19 @@ log = logging.getLogger(__name__)
 
 Parts = tuple[Store, Follower]
 PartsFactory = Callable[[Any], Parts | None]
-KUBE_MODULE = "app.rollout.kube"
 
 
 def rollout_parts(settings: Any, factory: PartsFactory | None = None) -> Parts | None:
     """``factory(settings)`` when given (tests), else ``app.rollout.kube.kube_parts(settings)``
-    when that module is there, else None (rollout reporting off)."""
+    when a Kubernetes configuration exists, else None (rollout reporting off)."""
     if factory is not None:
         return factory(settings)
     from app.live import kubernetes_configured
 
     if not kubernetes_configured():  # neither in-cluster nor a kubeconfig: nothing to watch with
         return None
-    if importlib.util.find_spec(KUBE_MODULE) is None:
-        log.info("rollout: no Kubernetes side in this build; rollout reporting is off")
-        return None
-    kube_parts = getattr(importlib.import_module(KUBE_MODULE), "kube_parts", None)
-    if kube_parts is None:
-        return None
+    from .kube import kube_parts
+
     try:
         parts: Parts | None = kube_parts(settings)
     except Exception:  # noqa: BLE001 - the service still analyses; the rollout report is what is lost

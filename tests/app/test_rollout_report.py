@@ -183,5 +183,10 @@ def test_rollout_parts_uses_the_factory_or_the_kubernetes_side(monkeypatch: pyte
     monkeypatch.setattr(app.live, "kubernetes_configured", lambda: False)
     assert wiring.rollout_parts(object()) is None
     monkeypatch.setattr(app.live, "kubernetes_configured", lambda: True)
-    monkeypatch.setattr(wiring, "KUBE_MODULE", "app.rollout.no_such_module")
-    assert wiring.rollout_parts(object()) is None
+    import app.rollout.kube
+
+    def broken(settings: object) -> None:
+        raise RuntimeError("no API server")
+
+    monkeypatch.setattr(app.rollout.kube, "kube_parts", broken)
+    assert wiring.rollout_parts(object()) is None  # logged; the service still analyses
