@@ -104,3 +104,35 @@ def test_no_kubernetes_configuration_turns_rollout_reporting_off(
             resp = post_event(url, "push", push_event(repo["c0"], repo["c1"]))
     assert resp.status_code == 202 and "not configured" in resp.text
     assert not rollout_runs(standin, repo["c1"])
+
+
+def test_a_restart_mid_rollout_resumes_from_the_cluster_and_finishes(kube: KubeStandin, tmp_path: Path,
+                                                                     repo: dict[str, str]) -> None:  # noqa: F811
+    """Replica 1 starts the watch and goes away mid-rollout; replica 2, a new process's worth of
+    objects with nothing in memory, finds the watch in its ConfigMap, takes the Lease once it has
+    expired, and finishes the same check run."""
+    kube.put("rayservices", rayservice(1, name=NAME, ns=NS, active="llm-a"))
+    standin, key_file = _service(tmp_path, repo)
+    fast = {"claim_ttl": 1.0, "rescan_interval": 0.2}
+    with running_server(standin.app, ready_path=None) as github_url:
+        first = create_app(_settings(github_url, key_file), reporter_options={**fast, "holder": "replica-1"})
+        with running_server(first) as url:
+            assert post_event(url, "push", push_event(repo["c0"], repo["c1"])).status_code == 202
+            wait_for(lambda: rollout_runs(standin, repo["c1"]), what="the rollout check run")
+            time.sleep(0.3)
+            kube.put("rayservices", rayservice(2, name=NAME, ns=NS, active="llm-a", pending="llm-b"))
+            kube.put("pods", _pod("llm-b-head", "llm-b", "Pending"))
+            wait_for(lambda: "Pending" in (rollout_runs(standin, repo["c1"])[-1].get("output") or {}).get(
+                "summary", ""), what="the Pending pod reported")
+        # replica 1 is gone; the cluster finishes while nobody watches
+        kube.put("pods", _pod("llm-b-head", "llm-b", "Running"))
+        kube.put("rayservices", rayservice(2, name=NAME, ns=NS, active="llm-b"))
+        second = create_app(_settings(github_url, key_file), reporter_options={**fast, "holder": "replica-2"})
+        with running_server(second):
+            run = wait_for(lambda: next((r for r in rollout_runs(standin, repo["c1"])
+                                         if r.get("conclusion")), None), timeout=20, what="the conclusion")
+    assert run["conclusion"] == "success", run
+    assert "as predicted" in run["output"]["title"] + run["output"]["summary"]
+    assert len({r["id"] for r in rollout_runs(standin, repo["c1"])}) == 1  # the same check run
+    (lease,) = _stored(kube, "leases")
+    assert lease["spec"]["holderIdentity"] == "replica-2"
