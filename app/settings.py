@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     rollout_deadline_minutes: float = Field(default=30.0, gt=0, le=24 * 60)
     rollout_write_interval_seconds: float = Field(default=10.0, ge=0)   # at most one GitHub write per watch
     argocd_webhook_secret: SecretStr | None = None  # POST /webhooks/argocd's shared secret
+    # Where the Argo CD PreSync hook announces a sync it let through (the service's base URL): the
+    # service then follows it, as it follows a notification (docs/rollout.md).
+    rollout_service_url: str | None = None
     # Rollout watch, Kubernetes side (issue 22; docs/rollout-watch.md). The namespace of the
     # ConfigMaps and Leases that keep the watches (POD_NAMESPACE, from the downward API, wins).
     rollout_namespace: str = "rayservice-impact"
@@ -89,7 +92,7 @@ class Settings(BaseSettings):
             raise ValueError("must be one of debug, info, warning, error")
         return value.lower()
 
-    @field_validator("github_api_url", "argocd_server")
+    @field_validator("github_api_url", "argocd_server", "rollout_service_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is None:

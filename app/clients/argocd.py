@@ -82,6 +82,12 @@ class ArgoCDClient:
         path = f"/api/v1/applications/{quote(app, safe='')}/managed-resources"
         return self._object(self._get(path, params, what=f"application {app!r}"), path, "'items'")
 
+    def application(self, name: str, *, app_namespace: str | None = None) -> dict[str, Any]:
+        """One Application (``v1alpha1Application``): its sources and the operation in progress."""
+        params = {"appNamespace": app_namespace} if app_namespace else {}
+        path = f"/api/v1/applications/{quote(name, safe='')}"
+        return self._object(self._get(path, params, what=f"application {name!r}"), path, "'spec'")
+
     def applications(self, repo: str | None = None) -> list[dict[str, Any]]:
         """Every Application the token may see (``applicationApplicationList``'s ``items``).
 

@@ -321,4 +321,60 @@ def _run_presync(args: argparse.Namespace, kwargs: dict[str, Any], settings: Set
               "capacity, or sync again once it is there")
     else:
         _note(f"decision {report.decision}: exit {EXIT_OK}, the sync goes ahead")
+        if report.resources and settings.rollout_service_url:
+            _announce(settings, app, args.app_namespace, verify)
     return code
+
+
+def _announce(settings: Settings, app: str, app_namespace: str | None, verify: bool | str) -> None:
+    """Tell the service the sync of ``app`` goes ahead, as Argo CD's notification would
+    (docs/rollout.md): it analyses the live state now, before the sync applies, and follows the
+    rollout. Best effort: the gate's answer is given already, so a failure here is said on stderr
+    and never changes the exit code."""
+    import httpx
+
+    secret = settings.argocd_webhook_secret.get_secret_value() if settings.argocd_webhook_secret else ""
+    if not secret:
+        _note("rollout report: RAYSERVICE_IMPACT_ARGOCD_WEBHOOK_SECRET is not set; the sync is not announced")
+        return
+    token = settings.argocd_token.get_secret_value() if settings.argocd_token else ""
+    try:
+        with ArgoCDClient(str(settings.argocd_server), token, timeout=settings.argocd_timeout_seconds,
+                          retries=settings.argocd_retries, verify=verify) as client:
+            application = client.application(app, app_namespace=app_namespace)
+        note = sync_note(application, app, app_namespace)
+        if note is None:
+            _note(f"rollout report: Argo CD shows no revision being synced for {app}; not announced")
+            return
+        resp = httpx.post(f"{settings.rollout_service_url}/webhooks/argocd?wait=1", json=note, timeout=40,
+                          headers={"X-RayService-Impact-Secret": secret})
+    except (UpstreamError, httpx.HTTPError) as exc:
+        _note(f"rollout report: the sync could not be announced ({exc}); it goes ahead unfollowed")
+        return
+    if resp.status_code >= 300:
+        _note(f"rollout report: the service answered {resp.status_code} ({resp.text[:200]}); "
+              "the sync goes ahead unfollowed")
+        return
+    status = resp.json().get("status") if "json" in resp.headers.get("content-type", "") else None
+    _note(f"rollout report: announced {app}@{note['revision']} to {settings.rollout_service_url} ({status})")
+
+
+def sync_note(application: dict[str, Any], app: str, app_namespace: str | None) -> dict[str, str] | None:
+    """The notification body (docs/rollout.md's template) for the sync now running: the revision
+    its operation syncs (``status.operationState.operation.sync.revision``, else the first of
+    ``revisions`` for several sources) and the first source's ``repoURL``."""
+    def get(value: Any, *keys: str) -> Any:
+        for k in keys:
+            value = value.get(k) if isinstance(value, dict) else None
+        return value
+
+    sync = get(application, "status", "operationState", "operation", "sync")
+    revision = get(sync, "revision") or next(iter(get(sync, "revisions") or []), None)
+    if not isinstance(revision, str) or not revision:
+        return None
+    spec = get(application, "spec") or {}
+    source = get(spec, "source") or next(iter(get(spec, "sources") or []), None) or {}
+    repo_url = get(source, "repoURL")
+    namespace = app_namespace or get(application, "metadata", "namespace") or ""
+    return {"app": app, "namespace": str(namespace), "revision": revision, "phase": "Running",
+            "repoURL": repo_url if isinstance(repo_url, str) else ""}

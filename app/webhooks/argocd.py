@@ -53,6 +53,7 @@ NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")   # a Kubernetes ob
 REVISION = re.compile(r"^[A-Za-z0-9._/-]{1,255}$")
 GITHUB_REPO = re.compile(r"^(?:https?://|git@)(?P<host>[^/:]+)[/:](?P<owner>[^/]+)/(?P<repo>[^/]+?)(?:\.git)?/?$")
 MAX_ANALYSES = 4
+WAIT_SECONDS = 30.0  # ?wait=1 (the PreSync hook): how long the answer waits for the analysis
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -171,6 +172,13 @@ class ArgoCDWebhook:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         log.info("argocd: %s sync %s -> accepted", key, note["phase"])
+        if request.query_params.get("wait") in ("1", "true"):
+            # The PreSync hook waits: the live state must be read before the sync applies.
+            try:
+                await asyncio.wait_for(asyncio.shield(task), WAIT_SECONDS)
+            except TimeoutError:
+                return JSONResponse({"status": "accepted", "key": key}, status_code=202)
+            return JSONResponse({"status": self.outcomes.get(key, "failed"), "key": key}, status_code=200)
         return JSONResponse({"status": "accepted", "key": key}, status_code=202)
 
     async def _start(self, key: str, note: dict[str, str]) -> None:

@@ -69,6 +69,7 @@ class ArgoCD:
     items: list[dict[str, Any]]
     token: str = ARGO_TOKEN
     fail_first: int = 0  # answer 503 this many times first
+    application: dict[str, Any] | None = None  # GET /api/v1/applications/{app}
     requests: list[tuple[str, dict[str, list[str]]]] = field(default_factory=list)
 
     def __call__(self, method: str, path: str, query: dict[str, list[str]], headers: Any
@@ -80,6 +81,8 @@ class ArgoCD:
         if self.fail_first > 0:
             self.fail_first -= 1
             return 503, {"error": "upstream connect error", "code": 14, "message": "unavailable"}
+        if path == f"/api/v1/applications/{self.app}" and self.application is not None:
+            return 200, self.application
         if path != f"/api/v1/applications/{self.app}/managed-resources":
             # Without ?project= Argo CD answers 403 for an app that does not exist.
             return 403, {"error": "permission denied", "code": 7, "message": "permission denied"}

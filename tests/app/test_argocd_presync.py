@@ -333,3 +333,18 @@ def test_presync_app_without_rayservices_passes_without_kubernetes_calls(hook: C
     assert "rayservice-impact: **approve**" in proc.stdout
     assert "no RayService, RayCluster, RayJob or RayCronJob in the change" in proc.stdout
     assert kube.requests == []
+
+
+def test_sync_note_reads_the_operation_in_progress() -> None:
+    from app.hooks.argocd import sync_note
+
+    one = {"metadata": {"namespace": "argocd"}, "spec": {"source": {"repoURL": "https://github.com/o/r.git"}},
+           "status": {"operationState": {"operation": {"sync": {"revision": "abc123"}}}}}
+    assert sync_note(one, "serving", None) == {"app": "serving", "namespace": "argocd", "revision": "abc123",
+                                               "phase": "Running", "repoURL": "https://github.com/o/r.git"}
+    several = {"spec": {"sources": [{"repoURL": "https://github.com/o/a.git"}, {"repoURL": "x"}]},
+               "status": {"operationState": {"operation": {"sync": {"revisions": ["r1", "r2"]}}}}}
+    assert sync_note(several, "serving", "team-a") == {
+        "app": "serving", "namespace": "team-a", "revision": "r1", "phase": "Running",
+        "repoURL": "https://github.com/o/a.git"}
+    assert sync_note({"spec": {}, "status": {"sync": {"revision": "old"}}}, "serving", None) is None

@@ -5,6 +5,7 @@ behind it, signed push events and Argo CD notifications."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -470,3 +471,61 @@ def test_argocd_sync_of_an_unknown_app_starts_nothing(service: Any, repo: dict[s
             wait_for(lambda: any("no RayService, RayCluster or RayJob to follow" in r.getMessage()
                                  for r in caplog.records), what="nothing to follow")
     assert store.watches == {} and follower.followed == []
+
+
+def _presync(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argocd_url: str, service_url: str) -> int:
+    """The PreSync hook in this process, configured to announce what it lets through."""
+    from app.cli import main
+
+    for name in [n for n in os.environ if n.startswith(("RAYSERVICE_IMPACT_", "KUBERNETES_"))]:
+        monkeypatch.delenv(name)
+    for name, value in {"KUBECONFIG": str(tmp_path / "no-kubeconfig"), "HOME": str(tmp_path),
+                        "RAYSERVICE_IMPACT_ARGOCD_SERVER": argocd_url,
+                        "RAYSERVICE_IMPACT_ARGOCD_TOKEN": "argocd-test-token",
+                        "RAYSERVICE_IMPACT_ARGOCD_RETRIES": "1",
+                        "RAYSERVICE_IMPACT_TERMINATION_LOG": str(tmp_path / "termination-log"),
+                        "RAYSERVICE_IMPACT_ROLLOUT_SERVICE_URL": service_url,
+                        "RAYSERVICE_IMPACT_ARGOCD_WEBHOOK_SECRET": ARGO_SECRET}.items():
+        monkeypatch.setenv(name, value)
+    return main(["argocd-presync", "--app", "serving", "--app-namespace", "argocd"])
+
+
+@pytest.mark.parametrize(("sample", "code", "followed"),
+                         [("serve-only", 0, True), ("gpu-image-bump", 3, False)])
+def test_presync_hook_announces_the_sync_it_lets_through(service: Any, repo: dict[str, str], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str], sample: str,
+                                                         code: int, followed: bool) -> None:
+    """Argo CD without notifications: the PreSync hook that approves tells the service, which reads
+    the live state before the sync applies it (the hook waits for that) and follows the rollout; a
+    hold announces nothing (the sync does not happen)."""
+    from argocd_standins import ARGO_TOKEN, ArgoCD, managed_item
+    from argocd_standins import serve as serve_argocd
+
+    before = first_rayservice((ROOT / f"samples/{sample}/before.yaml").read_text())
+    after = first_rayservice((ROOT / f"samples/{sample}/after.yaml").read_text())
+    application = {"metadata": {"name": "serving", "namespace": "argocd"},
+                   "spec": {"source": {"repoURL": f"https://github.com/{OWNER}/{REPO}.git",
+                                       "path": "deploy"}},
+                   "status": {"operationState": {"phase": "Running",
+                                                 "operation": {"sync": {"revision": repo["c1"]}}}}}
+    argocd = ArgoCD("serving", [managed_item(before, after)], application=application)
+    standin, key_file, store, follower, _, _ = service(HAPPY)
+    with serve_argocd(argocd) as argocd_url, \
+            serve(standin, key_file, store, follower, argocd_server=argocd_url, argocd_token=ARGO_TOKEN) \
+            as (url, _app):
+        assert _presync(monkeypatch, tmp_path, argocd_url, url) == code
+        err = capsys.readouterr().err
+        if followed:
+            key = f"argocd:argocd/serving@{repo['c1']}"
+            assert f"rollout report: announced serving@{repo['c1']}" in err and "(started)" in err
+            assert key in store.watches  # recorded before the hook exits: before the sync applies
+            wait_for(lambda: store.finished, what="the watch to finish")
+    if followed:
+        [watch] = follower.followed
+        assert [(t.key, t.predicted_rollout) for t in watch.targets] == [
+            (f"RayService/{before['metadata'].get('namespace', 'default')}/{before['metadata']['name']}",
+             "serve-in-place")]
+        assert watch.sink["github"]["sha"] == repo["c1"]
+    else:
+        assert "announced" not in err and store.watches == {}
