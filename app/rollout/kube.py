@@ -27,4 +27,7 @@ def kube_parts(settings: Settings) -> tuple[Store, Follower] | None:
         max_watches=settings.rollout_max_watches,
     )
     store = KubeStore(api, default_namespace(settings.rollout_namespace))
-    return store, KubeFollower(hub, memo=store)
+    # The policy's extra accelerator resource names count as accelerators in what is observed, as
+    # they do in the prediction (the policy's `accelerators`, docs/contract.md).
+    accelerators = tuple(str(a) for a in ((settings.load_policy() or {}).get("accelerators") or ()))
+    return store, KubeFollower(hub, accelerators=accelerators, memo=store)

@@ -272,3 +272,22 @@ def test_an_unreadable_watch_record_is_skipped(standin: tuple[KubeStandin, str])
             await api.aclose()
 
     asyncio.run(body())
+
+
+def test_kube_parts_counts_the_policys_accelerators(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    config = tmp_path / "config"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("accelerators: [example.com/fpga]\n")
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    parts = kube_parts(load_settings(policy_file=str(policy)))
+    assert parts is not None
+    store, follower = parts
+    assert isinstance(follower, KubeFollower) and follower.accelerators == ("example.com/fpga",)
+    asyncio.run(store.api.aclose())  # type: ignore[attr-defined]
