@@ -411,7 +411,8 @@ def _active_name(reader: RequestReader, rayservice: Obj, namespace: str, name: s
 
 
 def _rayservice_basis(reader: RequestReader, rs: Obj, namespace: str, name: str, room: dict[str, Any],
-                      kuberay_version: str) -> diffing.LiveCluster:
+                      kuberay_version: str, nodes_pods: diffing.live.NodesAndPods | None = None
+                      ) -> diffing.LiveCluster:
     pending = _get(rs, "status", "pendingServiceStatus", "rayClusterName") or None
     active = _active_name(reader, rs, namespace, name, pending)
     cluster = reader.get_raycluster(namespace, active) if active else None
@@ -425,7 +426,7 @@ def _rayservice_basis(reader: RequestReader, rs: Obj, namespace: str, name: str,
         active_cluster=active if cluster is not None else None,
         pending_cluster=str(pending) if pending else None,
         worker_replicas=worker_replicas(cluster) if cluster is not None else {},
-        headroom=room or None, divergence=divergence)
+        headroom=room or None, divergence=divergence, cluster=nodes_pods)
 
 
 def _raycluster_basis(reader: RequestReader, rc: Obj, namespace: str, name: str,
@@ -467,6 +468,8 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
         for _, spec in pod_templates(shape))
     nodes = reader.list_nodes() if wants_nodes else []
     pods = reader.list_active_pods() if wants_nodes else []
+    # The same two lists give the placement plan of a RayService's rollout (diffing.placement).
+    cluster = (nodes, pods) if wants_nodes else None
     out: dict[str, diffing.LiveCluster] = {}
     for key, (kind, namespace, name, obj) in live.items():
         shape = targets.get(key) or obj
@@ -478,9 +481,10 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
             if room:  # nothing else of a RayJob is live; no entry without a figure
                 out[key] = diffing.LiveCluster(headroom=room)
         elif obj is None:
-            out[key] = diffing.LiveCluster(headroom=room or None)
+            out[key] = diffing.LiveCluster(headroom=room or None,
+                                           cluster=cluster if kind == "RayService" else None)
         elif kind == "RayService":
-            out[key] = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version)
+            out[key] = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version, cluster)
         else:
             out[key] = _raycluster_basis(reader, obj, namespace, name, room)
     return out

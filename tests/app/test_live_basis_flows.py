@@ -178,3 +178,52 @@ def test_with_api_tokens_a_caller_without_one_is_refused(kubeconfig: Any, tokens
             for a in answers] == [(401, "unauthorized", "Bearer")] * 3
     assert open_routes == [200, 200, 200]
     assert kube.requests == []
+
+
+def _short_of_cpu() -> s.Kubernetes:
+    """Enough free GPUs on the GPU node for the new cluster (3 of 6), not enough cpu (5 of 8)."""
+    base, _ = _manifests()
+    live = s.live_state(base, active=ACTIVE)
+    cluster = s.raycluster(live, ACTIVE, {"gpu-group": 3})
+    pods = [s.pod(f"{ACTIVE}-gpu-{i}", "ml", "gpu-node", gpus=1, tolerations=TOLERATION) for i in range(3)]
+    return s.Kubernetes(rayservices=[live], rayclusters=[cluster], pods=pods,
+                        nodes=[s.node("gpu-node", gpus=6, cpu="8")])
+
+
+def test_service_placement_plan_holds_what_the_gpu_totals_approve(kubeconfig: Any, tokens_file: Path) -> None:
+    # The headroom (free GPUs in whole pods) covers the 3 new workers, so the totals approved. The
+    # plan places each pod (docs/placement.md): the first worker takes 3 of the 5 free cpu; the
+    # second worker (3 cpu) and the head (2 cpu + the autoscaler's 500m) find too little cpu.
+    kube = kubeconfig(_short_of_cpu())
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto",
+                                   api_tokens_file=tokens_file))
+    before, after = _manifests()
+    with running_server(app) as base_url:
+        r = _post(base_url, before, after)
+    assert r["capacity"]["headroom"] == {"nvidia.com/gpu": 3}
+    plan = r["capacity"]["placement"]
+    assert plan["fits"] is False and plan["nodes"] == 1 and plan["pods"] == 4
+    groups = {g["group"]: g for g in plan["groups"]}
+    assert (groups["gpu-group"]["placed"], groups["gpu-group"]["unplaced"]) == (1, 2)
+    assert groups["gpu-group"]["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert groups["head"]["unplaced"] == 1
+    assert plan["addNodes"][0]["placesAll"] is True
+    assert r["decision"] == "hold"
+    assert any("cannot be placed on the live nodes: 0/1 nodes are available: 1 Insufficient cpu." in reason
+               for reason in r["reasons"])
+    # One list of nodes and one of pods per request (the reads stay bounded).
+    assert len([p for p in kube.requests if p.startswith("/api/v1/nodes")]) == 1
+    assert len([p for p in kube.requests if p.startswith("/api/v1/pods")]) == 1
+
+
+def test_github_flow_comment_shows_the_placement(kubeconfig: Any) -> None:
+    from diffing.render.markdown import render_markdown
+
+    kubeconfig(_kube(5))
+    before, after = _manifests()
+    report = asyncio.run(analyse([("base:rs.yaml", yaml.safe_dump(before))],
+                                 [("head:rs.yaml", yaml.safe_dump(after))],
+                                 AnalysisOptions(live_enabled=True, timeout=30)))
+    plan = report.to_dict()["resources"][0]["capacity"]["placement"]
+    assert plan["fits"] is True and "addNodes" not in plan
+    assert "**Placement:** fits: 4 new pod(s) on the 1 live node(s)" in render_markdown(report)
