@@ -100,15 +100,18 @@ def read_nodes(nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, A
     """The nodes, each with its free allocatable: minus what every bound, non-terminal pod requests."""
     out = [read_node(n, i) for i, n in enumerate(nodes)]
     by_name = {n.name: n for n in out}
-    cache: dict[int, Milli] = {}
+    cache: dict[str, Milli] = {}  # pods come in few shapes: compute each shape's requests once
     for pod in pods:
-        node = by_name.get(str(dig(pod, "spec").get("nodeName") or ""))
+        spec = dig(pod, "spec")
+        node = by_name.get(str(spec.get("nodeName") or ""))
         if node is None or is_terminal(pod):
             continue
-        spec = dig(pod, "spec")
-        reqs = cache.get(id(spec))
+        key = repr(([mapping(c).get("resources") for c in seq(spec.get("containers"))],
+                    [(mapping(c).get("resources"), mapping(c).get("restartPolicy"))
+                     for c in seq(spec.get("initContainers"))], spec.get("overhead")))
+        reqs = cache.get(key)
         if reqs is None:
-            reqs = cache[id(spec)] = pod_requests(spec)
+            reqs = cache[key] = pod_requests(spec)
         free = node.free
         for k, v in reqs.items():
             free[k] = free.get(k, 0) - v
