@@ -55,7 +55,8 @@ def cluster(nodes: int, running: int, seed: int = 21) -> tuple[list[dict[str, An
         alloc = {"cpu": "31850m", "memory": "120Gi", "pods": "110", "ephemeral-storage": "95Gi"}
         taints = []
         if kind != "cpu":
-            labels["cloud.google.com/gke-accelerator"] = "nvidia-tesla-a100" if kind == "a100" else "nvidia-h100-80gb"
+            accel = "nvidia-tesla-a100" if kind == "a100" else "nvidia-h100-80gb"
+            labels["cloud.google.com/gke-accelerator"] = accel
             alloc.update({"cpu": "94", "memory": "1300Gi", "nvidia.com/gpu": "8"})
             taints = [GPU_TAINT]
         ready = "False" if rnd.random() < 0.01 else "True"
@@ -72,8 +73,9 @@ def cluster(nodes: int, running: int, seed: int = 21) -> tuple[list[dict[str, An
             req = {"cpu": f"{rnd.choice([250, 500, 1000, 2000])}m", "memory": f"{rnd.choice([1, 2, 4, 8])}Gi"}
         else:
             req = {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": str(rnd.choice([0, 0, 0, 1, 1, 2]))}
-        pods.append({"metadata": {"name": f"p{j}", "namespace": f"ns{j % 50}", "labels": {"app": f"a{j % 300}"}},
-                     "spec": {"nodeName": f"n{i}", "containers": [{"name": "c", "resources": {"requests": req}}]},
+        meta = {"name": f"p{j}", "namespace": f"ns{j % 50}", "labels": {"app": f"a{j % 300}"}}
+        containers = [{"name": "c", "resources": {"requests": req}}]
+        pods.append({"metadata": meta, "spec": {"nodeName": f"n{i}", "containers": containers},
                      "status": {"phase": "Running"}})
     for j in range(running // 200):  # Pending, waiting for room
         pods.append({"metadata": {"name": f"w{j}", "namespace": "batch", "labels": {}},
@@ -91,7 +93,8 @@ def rollout(pods: int) -> Any:
         {"name": "h", "resources": {"requests": {"cpu": "4", "memory": "16Gi"}}}]}}},
         "enableInTreeAutoscaling": True,
         "workerGroupSpecs": [
-            {"groupName": "cpu", "replicas": cpu, "maxReplicas": 100000, "template": {"spec": {"containers": [worker]}}},
+            {"groupName": "cpu", "replicas": cpu, "maxReplicas": 100000,
+             "template": {"spec": {"containers": [worker]}}},
             {"groupName": "a100", "replicas": gpu, "maxReplicas": 100000, "template": {"spec": {
                 "containers": [gworker], "nodeSelector": A100, "tolerations": TOLERATE}}}]}
 
