@@ -54,6 +54,8 @@ from diffing.kinds import KINDS
 from diffing.kube import resources as cap
 from diffing.kube.manifests import Texts
 from diffing.kube.quantity import Quantity, QuantityError
+from diffing.placement.kueue import QUEUE_LABEL
+from diffing.record import replace
 from diffing.versions import DEFAULT
 
 from .clients.kubernetes import KubeReader, KubernetesError, connect, kubeconfig_paths
@@ -354,6 +356,9 @@ class RequestReader:
         self._pods: dict[str, list[Obj]] = {}
         self._all_pods: list[Obj] | None = None
         self._namespaces: set[str] = set()
+        self._cluster_queues: list[Obj] | None = None
+        self._local_queues: dict[str, list[Obj]] = {}
+        self._no_kueue = False
 
     def _namespace(self, namespace: str) -> None:
         if namespace not in self._namespaces and len(self._namespaces) >= self.max_namespaces:
@@ -382,6 +387,19 @@ class RequestReader:
 
     def list_nodes(self) -> list[Obj]:
         return list(self.reader.list_nodes())
+
+    def kueue(self, namespace: str) -> tuple[list[Obj], list[Obj]] | None:
+        """The ClusterQueues and the LocalQueues of ``namespace``, each list read once; ``None``
+        where Kueue is not installed (then its label does nothing: the pods are created as ever)."""
+        if self._cluster_queues is None:
+            found = self.reader.list_kueue("clusterqueues")
+            self._cluster_queues, self._no_kueue = found or [], found is None
+        if self._no_kueue:
+            return None
+        if namespace not in self._local_queues:
+            self._namespace(namespace)
+            self._local_queues[namespace] = list(self.reader.list_kueue("localqueues", namespace) or [])
+        return self._local_queues[namespace], self._cluster_queues
 
     def list_active_pods(self) -> list[Obj]:
         if self._all_pods is None:
@@ -477,14 +495,18 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
             continue
         room: dict[str, Any] = dict(accelerator_headroom(shape, nodes, pods, extra)) if wants_nodes else {}
         room.update(headroom or {})
+        queued = None
+        if kind == "RayService" and (_get(shape, "metadata", "labels") or {}).get(QUEUE_LABEL):
+            queued = reader.kueue(namespace)
         if kind == "RayJob":
             if room:  # nothing else of a RayJob is live; no entry without a figure
                 out[key] = diffing.LiveCluster(headroom=room)
         elif obj is None:
             out[key] = diffing.LiveCluster(headroom=room or None,
-                                           cluster=cluster if kind == "RayService" else None)
+                                           cluster=cluster if kind == "RayService" else None, kueue=queued)
         elif kind == "RayService":
-            out[key] = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version, cluster)
+            basis = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version, cluster)
+            out[key] = replace(basis, kueue=queued)
         else:
             out[key] = _raycluster_basis(reader, obj, namespace, name, room)
     return out

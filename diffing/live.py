@@ -20,13 +20,15 @@ class LiveCluster(Record):
       (free allocatable on the nodes its pods can land on); overrides the caller's global one.
     * ``cluster``: the listed Node and Pod objects (one list each, shared by every key) when the
       caller read them: the capacity estimate then places the rollout's pods on them
-      (:mod:`diffing.placement`); left out of ``==`` and ``repr``.
+      (:mod:`diffing.placement`); left out of ``==`` and ``repr``, as is
+    * ``kueue``: the LocalQueues of its namespace and the ClusterQueues, when the object carries
+      ``kueue.x-k8s.io/queue-name`` (:mod:`diffing.placement.kueue`).
     * ``divergence``: paths where the running RayCluster differs from the live RayService's
       ``rayClusterConfig`` beyond the muted fields (an earlier change never applied).
     """
 
     __slots__ = ("active_cluster", "pending_cluster", "worker_replicas", "headroom", "divergence",
-                 "head_hash", "head_kuberay_version", "group_pods", "cluster_spec", "cluster")
+                 "head_hash", "head_kuberay_version", "group_pods", "cluster_spec", "cluster", "kueue")
     _compared = ("active_cluster", "pending_cluster", "worker_replicas", "headroom", "divergence",
                  "head_hash", "head_kuberay_version", "group_pods", "cluster_spec")
 
@@ -42,6 +44,7 @@ class LiveCluster(Record):
     group_pods: Mapping[str, int]  # worker pods per ray.io/group label
     cluster_spec: Mapping[str, Any] | None  # the running RayCluster's spec, as the API serves it
     cluster: NodesAndPods | None
+    kueue: NodesAndPods | None  # (LocalQueues of its namespace, ClusterQueues) when it names a queue
 
     def __init__(self, active_cluster: str | None = None, pending_cluster: str | None = None,
                  worker_replicas: Mapping[str, int] | None = None,
@@ -49,7 +52,7 @@ class LiveCluster(Record):
                  head_hash: str | None = None, head_kuberay_version: str | None = None,
                  group_pods: Mapping[str, int] | None = None,
                  cluster_spec: Mapping[str, Any] | None = None,
-                 cluster: NodesAndPods | None = None) -> None:
+                 cluster: NodesAndPods | None = None, kueue: NodesAndPods | None = None) -> None:
         set_field(self, "active_cluster", active_cluster)
         set_field(self, "pending_cluster", pending_cluster)
         set_field(self, "worker_replicas", {} if worker_replicas is None else worker_replicas)
@@ -60,6 +63,7 @@ class LiveCluster(Record):
         set_field(self, "group_pods", {} if group_pods is None else group_pods)
         set_field(self, "cluster_spec", cluster_spec)
         set_field(self, "cluster", cluster)
+        set_field(self, "kueue", kueue)
 
     @property
     def upgrade_in_progress(self) -> bool:

@@ -94,7 +94,7 @@ def by_actor(ways: Any) -> tuple[WayOut, ...]:
 
 
 class Capacity(Record):
-    __slots__ = ("basis", "extra", "peak", "headroom", "phases", "serve", "placement")
+    __slots__ = ("basis", "extra", "peak", "headroom", "phases", "serve", "placement", "kueue")
 
     basis: str
     extra: dict[str, Any]
@@ -103,10 +103,12 @@ class Capacity(Record):
     phases: tuple[tuple[str, dict[str, Any]], ...]
     serve: dict[str, Any] | None
     placement: dict[str, Any] | None  # the placement plan on the live nodes (diffing.placement)
+    kueue: dict[str, Any] | None  # Kueue's admission of the new cluster (diffing.placement.kueue)
 
     def __init__(self, basis: str, extra: dict[str, Any], peak: dict[str, Any],
                  headroom: dict[str, Any] | None, phases: tuple[tuple[str, dict[str, Any]], ...] = (),
-                 serve: dict[str, Any] | None = None, placement: dict[str, Any] | None = None) -> None:
+                 serve: dict[str, Any] | None = None, placement: dict[str, Any] | None = None,
+                 kueue: dict[str, Any] | None = None) -> None:
         set_field(self, "basis", basis)
         set_field(self, "extra", extra)
         set_field(self, "peak", peak)
@@ -114,6 +116,7 @@ class Capacity(Record):
         set_field(self, "phases", phases)
         set_field(self, "serve", serve)
         set_field(self, "placement", placement)
+        set_field(self, "kueue", kueue)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"basis": self.basis, "extra": self.extra, "peak": self.peak,
@@ -122,6 +125,8 @@ class Capacity(Record):
             out["serveGpus"] = self.serve
         if self.placement is not None:
             out["placement"] = self.placement
+        if self.kueue is not None:
+            out["kueue"] = self.kueue
         return out
 
 

@@ -25,7 +25,13 @@ from diffing.kube.schema import Schema, SchemaSet
 from diffing.kube.values import dig, seq
 from diffing.pipeline import Analysis, Target
 from diffing.rayservice import rollout, serve
-from diffing.rayservice.capacity import capacity_holds, estimate_capacity, placement_holds, render
+from diffing.rayservice.capacity import (
+    capacity_holds,
+    estimate_capacity,
+    kueue_holds,
+    placement_holds,
+    render,
+)
 from diffing.rayservice.checks import collect_findings
 from diffing.rayservice.rollout import is_true, mark_appended, rcc_of
 from diffing.rayservice.rules import Category
@@ -164,10 +170,15 @@ class RayServiceAnalysis(Analysis):
         assert self.capacity is not None
         extra = self.capacity.extra
         plan = self.capacity.placement
-        if plan is not None and self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
-            holds = placement_holds(self.policy, plan)  # with the live nodes, the plan decides
-            hold.extend(holds)
-            return "the new cluster's pods do not fit on the live nodes" if holds else ""
+        if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
+            queued = kueue_holds(self.policy, self.capacity.kueue)
+            hold.extend(queued)
+            if plan is not None:
+                holds = placement_holds(self.policy, plan)  # with the live nodes, the plan decides
+                hold.extend(holds)
+                if holds:
+                    return "the new cluster's pods do not fit on the live nodes"
+                return "Kueue will not admit the new cluster" if queued else ""
         if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
             known = self.known
             holds = capacity_holds(self.policy, extra, known)
@@ -199,8 +210,11 @@ class RayServiceAnalysis(Analysis):
     def _capacity_held(self) -> bool:
         assert self.capacity is not None
         plan = self.capacity.placement
-        if plan is not None and self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
-            return bool(placement_holds(self.policy, plan))
+        if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
+            if kueue_holds(self.policy, self.capacity.kueue):
+                return True
+            if plan is not None:
+                return bool(placement_holds(self.policy, plan))
         return bool(capacity_holds(self.policy, self.capacity.extra, self.known))
 
     def ignore_entry(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from diffing.kube import resources as cap
 from diffing.kube.values import dig, mapping, seq
 from diffing.live import LiveCluster
 from diffing.managed import external_manager
+from diffing.placement import kueue
 from diffing.policy import Policy
 from diffing.rayservice import serve
 from diffing.rayservice.rollout import rcc_of
@@ -48,13 +49,19 @@ def estimate_capacity(a: RayServiceAnalysis) -> Capacity:
     placement = None
     if live is not None and live.cluster is not None and new is not None:
         placement = plan_rollout(a, new, current, basis, init)
+    queued = None
+    if live is not None and live.kueue is not None and extra and a.a_def is not None:
+        meta = dig(a.a_def, "metadata")
+        local_queues, cluster_queues = live.kueue
+        queued = kueue.admission({"metadata": {"namespace": a.key[0], "labels": meta.get("labels")}},
+                                 extra, local_queues, cluster_queues)
     return Capacity(
         basis=basis,
         extra=cap.render_amounts(extra, accel, units=units),
         peak=cap.render_amounts(peak, accel, units=units) if extra else {},
         headroom=cap.render_amounts(known, accel, keep_zero=True, units=units) if known is not None else None,
         phases=tuple((label, cap.render_amounts(amounts, accel, units=units)) for label, amounts in phases),
-        serve=serve_info, placement=placement,
+        serve=serve_info, placement=placement, kueue=queued,
     )
 
 
@@ -181,6 +188,14 @@ def placement_holds(policy: Policy, plan: Mapping[str, Any]) -> list[str]:
             out.append(f"{g['unplaced']} of {g['pods']} pod(s) of {_who(g['group'])} cannot be placed on the "
                        f"live nodes: {g['message']}{add_nodes(plan)}")
     return out
+
+
+def kueue_holds(policy: Policy, queued: Mapping[str, Any] | None) -> list[str]:
+    """The hold when Kueue will not admit the new cluster next to the old one."""
+    if queued is None or queued.get("admitted") or policy.hold_on_recreate == "never":
+        return []
+    return [f"Kueue: the new cluster {queued.get('message')}; it stays unadmitted (no pods) while the old "
+            "cluster holds its quota (kueue #11264)"]
 
 
 def _who(group: str) -> str:

@@ -532,6 +532,11 @@ def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate |
     lines += _ways_out(r, locate, edits)
     lines += _capacity(r)
     lines += _placement(r.capacity.placement)
+    if r.capacity.kueue is not None:
+        q = r.capacity.kueue
+        said = (f"admitted in ClusterQueue {q.get('clusterQueue')}" if q["admitted"]
+                else str(q.get("message")))
+        lines += [f"**Kueue** ({q['queue']}): {said}", ""]
     if r.capacity.serve:
         s = r.capacity.serve
         ceiling = "unbounded" if s.get("ceiling", 0) == -1 else s.get("ceiling", "?")

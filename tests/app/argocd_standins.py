@@ -304,6 +304,8 @@ class Kubernetes:
     rayclusters: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
+    localqueues: list[dict[str, Any]] = field(default_factory=list)
+    clusterqueues: list[dict[str, Any]] | None = None  # None: Kueue is not installed (404)
     token: str = KUBE_TOKEN
     forbidden: tuple[str, ...] = ()  # path prefixes answered 403
     requests: list[str] = field(default_factory=list)
@@ -332,6 +334,14 @@ class Kubernetes:
             items = _select(items, query.get("labelSelector", [""])[0])
             return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "901"},
                          "items": items}
+        if parts[:3] == ["apis", "kueue.x-k8s.io", "v1beta1"] and self.clusterqueues is not None:
+            if parts[3:] == ["clusterqueues"]:
+                return 200, {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueueList",
+                             "metadata": {"resourceVersion": "903"}, "items": self.clusterqueues}
+            if len(parts) == 6 and parts[3] == "namespaces" and parts[5] == "localqueues":
+                items = [q for q in self.localqueues if q["metadata"]["namespace"] == parts[4]]
+                return 200, {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueueList",
+                             "metadata": {"resourceVersion": "904"}, "items": items}
         if parts[:3] == ["apis", "ray.io", "v1"] and len(parts) >= 6 and parts[3] == "namespaces":
             namespace, plural = parts[4], parts[5]
             pool = {"rayservices": self.rayservices, "rayclusters": self.rayclusters}.get(plural)
