@@ -27,6 +27,7 @@ from diffing.pipeline import Analysis, Target
 from diffing.rayservice import rollout, serve
 from diffing.rayservice.capacity import (
     capacity_holds,
+    cost_holds,
     estimate_capacity,
     kueue_holds,
     placement_holds,
@@ -171,14 +172,16 @@ class RayServiceAnalysis(Analysis):
         extra = self.capacity.extra
         plan = self.capacity.placement
         if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
-            queued = kueue_holds(self.policy, self.capacity.kueue)
+            # Beside the nodes: Kueue's quota and the policy's cost limit (docs/placement.md).
+            c = self.capacity
+            queued = kueue_holds(self.policy, c.kueue) + cost_holds(self.policy, c.cost)
             hold.extend(queued)
             if plan is not None:
                 holds = placement_holds(self.policy, plan)  # with the live nodes, the plan decides
                 hold.extend(holds)
                 if holds:
                     return "the new cluster's pods do not fit on the live nodes"
-                return "Kueue will not admit the new cluster" if queued else ""
+                return queued[0] if queued else ""
         if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
             known = self.known
             holds = capacity_holds(self.policy, extra, known)
@@ -211,7 +214,7 @@ class RayServiceAnalysis(Analysis):
         assert self.capacity is not None
         plan = self.capacity.placement
         if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
-            if kueue_holds(self.policy, self.capacity.kueue):
+            if kueue_holds(self.policy, self.capacity.kueue) or cost_holds(self.policy, self.capacity.cost):
                 return True
             if plan is not None:
                 return bool(placement_holds(self.policy, plan))

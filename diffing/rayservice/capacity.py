@@ -14,7 +14,7 @@ from diffing.kube import resources as cap
 from diffing.kube.values import dig, mapping, seq
 from diffing.live import LiveCluster
 from diffing.managed import external_manager
-from diffing.placement import kueue
+from diffing.placement import cost, kueue
 from diffing.policy import Policy
 from diffing.rayservice import serve
 from diffing.rayservice.rollout import rcc_of
@@ -62,6 +62,7 @@ def estimate_capacity(a: RayServiceAnalysis) -> Capacity:
         headroom=cap.render_amounts(known, accel, keep_zero=True, units=units) if known is not None else None,
         phases=tuple((label, cap.render_amounts(amounts, accel, units=units)) for label, amounts in phases),
         serve=serve_info, placement=placement, kueue=queued,
+        cost=_cost(a, old_total, new, current, extra) if policy.prices else None,
     )
 
 
@@ -174,6 +175,25 @@ def plan_rollout(a: RayServiceAnalysis, new: cap.ClusterShape, current: Mapping[
         return None
     nodes, pods = a.live.cluster
     return placement.plan_for(asks, nodes, pods).as_dict()
+
+
+def _cost(a: RayServiceAnalysis, before: cap.Amounts, new: cap.ClusterShape | None,
+          current: Mapping[str, int], extra: cap.Amounts) -> dict[str, Any]:
+    after = new.total({g.name: current.get(g.name, g.replicas) for g in new.groups}) if new else {}
+    return cost.rollout_cost(extra, before, after, a.policy.prices, a.policy.currency,
+                             overlap=a.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL))
+
+
+def cost_holds(policy: Policy, priced: Mapping[str, Any] | None) -> list[str]:
+    """The hold when the two-cluster window costs more per hour than the policy allows."""
+    limit = policy.cost_hold_per_hour
+    if priced is None or limit is None or "overlapPerHour" not in priced:
+        return []
+    if Fraction(str(priced["overlapPerHour"])) <= limit:
+        return []
+    unit = f" {policy.currency}" if policy.currency else ""
+    return [f"while both clusters run the new one costs {priced['overlapPerHour']:g}{unit} per hour, above "
+            f"the policy's cost.holdAbovePerHour ({float(limit):g}{unit})"]
 
 
 def placement_holds(policy: Policy, plan: Mapping[str, Any]) -> list[str]:

@@ -532,6 +532,11 @@ def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate |
     lines += _ways_out(r, locate, edits)
     lines += _capacity(r)
     lines += _placement(r.capacity.placement)
+    if r.capacity.cost is not None:
+        priced, unit = r.capacity.cost, f" {r.capacity.cost['currency']}".rstrip()
+        window = (f"{priced['overlapPerHour']:g}{unit} per hour while both clusters run · "
+                  if "overlapPerHour" in priced else "")
+        lines += [f"**Cost:** {window}{priced['monthlyChange']:+g}{unit} per month after", ""]
     if r.capacity.kueue is not None:
         q = r.capacity.kueue
         said = (f"admitted in ClusterQueue {q.get('clusterQueue')}" if q["admitted"]
