@@ -279,6 +279,43 @@ def _number(value: Fraction) -> int | str:
 # -- the live clusters ----------------------------------------------------------------------------
 
 
+_POD_SPEC = ("nodeName", "containers", "initContainers", "overhead", "nodeSelector", "affinity",
+             "tolerations", "topologySpreadConstraints")
+
+
+def _container(c: Any) -> dict[str, Any]:
+    c = c if isinstance(c, Mapping) else {}
+    return {k: c[k] for k in ("resources", "restartPolicy") if k in c}
+
+
+def trim_pods(pods: Iterable[Obj]) -> list[dict[str, Any]]:
+    """The pods with only what the placement plan reads (requests, scheduling fields, phase)."""
+    out = []
+    for p in pods:
+        meta, spec = p.get("metadata") or {}, p.get("spec") or {}
+        small = {k: spec[k] for k in _POD_SPEC if k in spec}
+        for field in ("containers", "initContainers"):
+            if field in small:
+                small[field] = [_container(c) for c in small[field] or []]
+        out.append({"metadata": {k: meta[k] for k in ("name", "namespace", "labels") if k in meta},
+                    "spec": small, "status": {"phase": _get(p, "status", "phase")}})
+    return out
+
+
+def trim_nodes(nodes: Iterable[Obj]) -> list[dict[str, Any]]:
+    """The nodes with only what the placement plan reads."""
+    out = []
+    for n in nodes:
+        conditions = _get(n, "status", "conditions") or []
+        ready = [c for c in conditions if isinstance(c, Mapping) and c.get("type") == "Ready"]
+        spec = n.get("spec") or {}
+        out.append({"metadata": {"name": _get(n, "metadata", "name"),
+                                 "labels": _get(n, "metadata", "labels") or {}},
+                    "spec": {k: v for k, v in spec.items() if k in ("taints", "unschedulable")},
+                    "status": {"allocatable": _get(n, "status", "allocatable") or {}, "conditions": ready}})
+    return out
+
+
 def worker_replicas(raycluster: Obj) -> dict[str, int]:
     out = {}
     for group in _get(raycluster, "spec", "workerGroupSpecs") or []:
@@ -486,8 +523,9 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
         for _, spec in pod_templates(shape))
     nodes = reader.list_nodes() if wants_nodes else []
     pods = reader.list_active_pods() if wants_nodes else []
-    # The same two lists give the placement plan of a RayService's rollout (diffing.placement).
-    cluster = (nodes, pods) if wants_nodes else None
+    # The same two lists give the placement plan of a RayService's rollout (diffing.placement),
+    # trimmed to what the plan reads: the basis may travel to a worker process.
+    cluster = (trim_nodes(nodes), trim_pods(pods)) if wants_nodes else None
     out: dict[str, diffing.LiveCluster] = {}
     for key, (kind, namespace, name, obj) in live.items():
         shape = targets.get(key) or obj
