@@ -537,8 +537,8 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
         if kind == "RayService" and (_get(shape, "metadata", "labels") or {}).get(QUEUE_LABEL):
             queued = reader.kueue(namespace)
         if kind == "RayJob":
-            if room:  # nothing else of a RayJob is live; no entry without a figure
-                out[key] = diffing.LiveCluster(headroom=room)
+            if room or cluster is not None:  # nothing else of a RayJob is live; no entry without it
+                out[key] = diffing.LiveCluster(headroom=room or None, cluster=cluster)
         elif obj is None:
             out[key] = diffing.LiveCluster(headroom=room or None,
                                            cluster=cluster if kind == "RayService" else None, kueue=queued)

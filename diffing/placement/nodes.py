@@ -54,7 +54,7 @@ class Node:
         kind = self.labels.get(INSTANCE_TYPE)
         if pool and kind:
             return f"{pool} ({kind})"
-        return pool or kind or "nodes without a pool label"
+        return pool or kind or f"node {self.name}"
 
 
 def _ready(node: Mapping[str, Any]) -> str:

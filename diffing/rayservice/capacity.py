@@ -227,7 +227,7 @@ def add_nodes(plan: Mapping[str, Any]) -> str:
     if not adds:
         return ""
     best = adds[0]
-    return f" ({best['nodes']} more node(s) like those of {best['shape']} would take them)"
+    return f" ({best['nodes']} more node(s) like {best['shape']} would take them)"
 
 
 def _serve_gpus(a: RayServiceAnalysis, new: cap.ClusterShape | None) -> dict[str, Any] | None:
