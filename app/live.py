@@ -54,6 +54,8 @@ from diffing.kinds import KINDS
 from diffing.kube import resources as cap
 from diffing.kube.manifests import Texts
 from diffing.kube.quantity import Quantity, QuantityError
+from diffing.placement.kueue import QUEUE_LABEL
+from diffing.record import replace
 from diffing.versions import DEFAULT
 
 from .clients.kubernetes import KubeReader, KubernetesError, connect, kubeconfig_paths
@@ -277,6 +279,43 @@ def _number(value: Fraction) -> int | str:
 # -- the live clusters ----------------------------------------------------------------------------
 
 
+_POD_SPEC = ("nodeName", "containers", "initContainers", "overhead", "nodeSelector", "affinity",
+             "tolerations", "topologySpreadConstraints")
+
+
+def _container(c: Any) -> dict[str, Any]:
+    c = c if isinstance(c, Mapping) else {}
+    return {k: c[k] for k in ("resources", "restartPolicy") if k in c}
+
+
+def trim_pods(pods: Iterable[Obj]) -> list[dict[str, Any]]:
+    """The pods with only what the placement plan reads (requests, scheduling fields, phase)."""
+    out = []
+    for p in pods:
+        meta, spec = p.get("metadata") or {}, p.get("spec") or {}
+        small = {k: spec[k] for k in _POD_SPEC if k in spec}
+        for field in ("containers", "initContainers"):
+            if field in small:
+                small[field] = [_container(c) for c in small[field] or []]
+        out.append({"metadata": {k: meta[k] for k in ("name", "namespace", "labels") if k in meta},
+                    "spec": small, "status": {"phase": _get(p, "status", "phase")}})
+    return out
+
+
+def trim_nodes(nodes: Iterable[Obj]) -> list[dict[str, Any]]:
+    """The nodes with only what the placement plan reads."""
+    out = []
+    for n in nodes:
+        conditions = _get(n, "status", "conditions") or []
+        ready = [c for c in conditions if isinstance(c, Mapping) and c.get("type") == "Ready"]
+        spec = n.get("spec") or {}
+        out.append({"metadata": {"name": _get(n, "metadata", "name"),
+                                 "labels": _get(n, "metadata", "labels") or {}},
+                    "spec": {k: v for k, v in spec.items() if k in ("taints", "unschedulable")},
+                    "status": {"allocatable": _get(n, "status", "allocatable") or {}, "conditions": ready}})
+    return out
+
+
 def worker_replicas(raycluster: Obj) -> dict[str, int]:
     out = {}
     for group in _get(raycluster, "spec", "workerGroupSpecs") or []:
@@ -354,6 +393,9 @@ class RequestReader:
         self._pods: dict[str, list[Obj]] = {}
         self._all_pods: list[Obj] | None = None
         self._namespaces: set[str] = set()
+        self._cluster_queues: list[Obj] | None = None
+        self._local_queues: dict[str, list[Obj]] = {}
+        self._no_kueue = False
 
     def _namespace(self, namespace: str) -> None:
         if namespace not in self._namespaces and len(self._namespaces) >= self.max_namespaces:
@@ -383,6 +425,19 @@ class RequestReader:
     def list_nodes(self) -> list[Obj]:
         return list(self.reader.list_nodes())
 
+    def kueue(self, namespace: str) -> tuple[list[Obj], list[Obj]] | None:
+        """The ClusterQueues and the LocalQueues of ``namespace``, each list read once; ``None``
+        where Kueue is not installed (then its label does nothing: the pods are created as ever)."""
+        if self._cluster_queues is None:
+            found = self.reader.list_kueue("clusterqueues")
+            self._cluster_queues, self._no_kueue = found or [], found is None
+        if self._no_kueue:
+            return None
+        if namespace not in self._local_queues:
+            self._namespace(namespace)
+            self._local_queues[namespace] = list(self.reader.list_kueue("localqueues", namespace) or [])
+        return self._local_queues[namespace], self._cluster_queues
+
     def list_active_pods(self) -> list[Obj]:
         if self._all_pods is None:
             self._all_pods = list(self.reader.list_active_pods())
@@ -411,7 +466,8 @@ def _active_name(reader: RequestReader, rayservice: Obj, namespace: str, name: s
 
 
 def _rayservice_basis(reader: RequestReader, rs: Obj, namespace: str, name: str, room: dict[str, Any],
-                      kuberay_version: str) -> diffing.LiveCluster:
+                      kuberay_version: str, nodes_pods: diffing.live.NodesAndPods | None = None
+                      ) -> diffing.LiveCluster:
     pending = _get(rs, "status", "pendingServiceStatus", "rayClusterName") or None
     active = _active_name(reader, rs, namespace, name, pending)
     cluster = reader.get_raycluster(namespace, active) if active else None
@@ -425,7 +481,7 @@ def _rayservice_basis(reader: RequestReader, rs: Obj, namespace: str, name: str,
         active_cluster=active if cluster is not None else None,
         pending_cluster=str(pending) if pending else None,
         worker_replicas=worker_replicas(cluster) if cluster is not None else {},
-        headroom=room or None, divergence=divergence)
+        headroom=room or None, divergence=divergence, cluster=nodes_pods)
 
 
 def _raycluster_basis(reader: RequestReader, rc: Obj, namespace: str, name: str,
@@ -467,6 +523,9 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
         for _, spec in pod_templates(shape))
     nodes = reader.list_nodes() if wants_nodes else []
     pods = reader.list_active_pods() if wants_nodes else []
+    # The same two lists give the placement plan of a RayService's rollout (diffing.placement),
+    # trimmed to what the plan reads: the basis may travel to a worker process.
+    cluster = (trim_nodes(nodes), trim_pods(pods)) if wants_nodes else None
     out: dict[str, diffing.LiveCluster] = {}
     for key, (kind, namespace, name, obj) in live.items():
         shape = targets.get(key) or obj
@@ -474,13 +533,18 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
             continue
         room: dict[str, Any] = dict(accelerator_headroom(shape, nodes, pods, extra)) if wants_nodes else {}
         room.update(headroom or {})
+        queued = None
+        if kind == "RayService" and (_get(shape, "metadata", "labels") or {}).get(QUEUE_LABEL):
+            queued = reader.kueue(namespace)
         if kind == "RayJob":
-            if room:  # nothing else of a RayJob is live; no entry without a figure
-                out[key] = diffing.LiveCluster(headroom=room)
+            if room or cluster is not None:  # nothing else of a RayJob is live; no entry without it
+                out[key] = diffing.LiveCluster(headroom=room or None, cluster=cluster)
         elif obj is None:
-            out[key] = diffing.LiveCluster(headroom=room or None)
+            out[key] = diffing.LiveCluster(headroom=room or None,
+                                           cluster=cluster if kind == "RayService" else None, kueue=queued)
         elif kind == "RayService":
-            out[key] = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version)
+            basis = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version, cluster)
+            out[key] = replace(basis, kueue=queued)
         else:
             out[key] = _raycluster_basis(reader, obj, namespace, name, room)
     return out

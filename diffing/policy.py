@@ -18,7 +18,7 @@ RENDER_FAILURE = ("hold", "warn")
 HOLD_ON_LATENT = ("version-skew", "always", "never")
 UNKNOWN_SOURCES = ("hold", "warn")
 _KEYS = {"holdOnRecreate", "thresholds", "notApplied", "operator", "accelerators", "notAccelerators",
-         "holdOnErrors", "renderFailure", "raycluster", "unknownSources", "environments"}
+         "holdOnErrors", "renderFailure", "raycluster", "unknownSources", "environments", "cost"}
 # A source named in an unknown-source finding: a URL, an scp-like git address, a host path.
 _SOURCE = re.compile(r"(?:[a-z][a-z0-9+.-]*://|git@)[^\s'\"(),;]+|\b(?:github|gitlab|bitbucket)\.(?:com|org)/[^\s'\"(),;]+")
 
@@ -56,7 +56,7 @@ class Policy(Record):
     __slots__ = ("hold_on_recreate", "thresholds", "not_applied", "feature_gates", "operator_env",
                  "accelerators", "hold_on_errors", "render_failure", "cluster_hold_on_recreate",
                  "cluster_hold_on_latent", "not_accelerators", "unknown_sources", "allowed_sources",
-                 "environments")
+                 "environments", "prices", "currency", "cost_hold_per_hour")
 
     hold_on_recreate: str
     thresholds: Mapping[str, Fraction]
@@ -72,6 +72,9 @@ class Policy(Record):
     unknown_sources: str
     allowed_sources: tuple[str, ...]
     environments: tuple[str, ...]
+    prices: Mapping[str, Fraction]  # cost.prices: resource -> price per unit (GiB for bytes) and hour
+    currency: str
+    cost_hold_per_hour: Fraction | None  # cost.holdAbovePerHour: the two-cluster window's limit
 
     def __init__(self, hold_on_recreate: str = "gpu-only", thresholds: Mapping[str, Fraction] | None = None,
                  not_applied: str = "hold", feature_gates: Mapping[str, bool] | None = None,
@@ -79,7 +82,9 @@ class Policy(Record):
                  hold_on_errors: bool = True, render_failure: str = "hold",
                  cluster_hold_on_recreate: bool = True, cluster_hold_on_latent: str = "version-skew",
                  not_accelerators: tuple[str, ...] = (), unknown_sources: str = "hold",
-                 allowed_sources: tuple[str, ...] = (), environments: tuple[str, ...] = ()) -> None:
+                 allowed_sources: tuple[str, ...] = (), environments: tuple[str, ...] = (),
+                 prices: Mapping[str, Fraction] | None = None, currency: str = "",
+                 cost_hold_per_hour: Fraction | None = None) -> None:
         set_field(self, "hold_on_recreate", hold_on_recreate)
         set_field(self, "thresholds", {} if thresholds is None else thresholds)
         set_field(self, "not_applied", not_applied)
@@ -94,6 +99,9 @@ class Policy(Record):
         set_field(self, "unknown_sources", unknown_sources)
         set_field(self, "allowed_sources", allowed_sources)
         set_field(self, "environments", environments)
+        set_field(self, "prices", {} if prices is None else prices)
+        set_field(self, "currency", currency)
+        set_field(self, "cost_hold_per_hour", cost_hold_per_hour)
 
     def allows(self, message: str) -> bool:
         """Whether an ``unknown-source`` finding's message names only allowed sources (a finding
@@ -149,10 +157,37 @@ class Policy(Record):
         cluster_recreate = _flag(cluster, "holdOnRecreate", True, "raycluster.")
         cluster_latent = _choice(cluster, "holdOnLatent", HOLD_ON_LATENT, "version-skew", "raycluster.")
         unknown_default, allowed = _unknown_sources(data.get("unknownSources"))
+        prices, currency, limit = _cost(data.get("cost"), accel)
         return cls(hold, thresholds, not_applied, dict(gates),
                    {str(k): _env_value(k, v) for k, v in env.items()},
                    tuple(accel), hold_errors, render_failure, cluster_recreate, cluster_latent,
-                   tuple(not_accel), unknown_default, allowed, _environments(data.get("environments")))
+                   tuple(not_accel), unknown_default, allowed, _environments(data.get("environments")),
+                   prices, currency, limit)
+
+
+def _cost(value: Any, accel: list[str]) -> tuple[dict[str, Fraction], str, Fraction | None]:
+    """``cost: {prices: {resource: price per hour}, currency: USD, holdAbovePerHour: 50}``."""
+    if value is None:
+        return {}, "", None
+    if not isinstance(value, Mapping) or set(value) - {"prices", "currency", "holdAbovePerHour"}:
+        raise PolicyError("must be a mapping with prices, currency and/or holdAbovePerHour", key="cost")
+    raw = value.get("prices") or {}
+    if not isinstance(raw, Mapping):
+        raise PolicyError("must map resource names to prices per hour", key="cost.prices")
+    prices = {str(k): _price(v, f"cost.prices.{k}") for k, v in raw.items()}
+    for name in prices:
+        amount_of(name, 0, "cost.prices", known=accel)  # a name no pod can request is refused
+    currency = value.get("currency", "")
+    if not isinstance(currency, str) or len(currency) > 8:
+        raise PolicyError("must be a short currency label such as USD", key="cost.currency")
+    limit = value.get("holdAbovePerHour")
+    return prices, currency, None if limit is None else _price(limit, "cost.holdAbovePerHour")
+
+
+def _price(raw: Any, key: str) -> Fraction:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw < 0 or raw > 10**9:
+        raise PolicyError(f"{_shown(raw)} is not a price (a number from 0 to 10^9)", key=key)
+    return Fraction(str(raw))
 
 
 def _environments(value: Any) -> tuple[str, ...]:

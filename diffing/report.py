@@ -94,7 +94,7 @@ def by_actor(ways: Any) -> tuple[WayOut, ...]:
 
 
 class Capacity(Record):
-    __slots__ = ("basis", "extra", "peak", "headroom", "phases", "serve")
+    __slots__ = ("basis", "extra", "peak", "headroom", "phases", "serve", "placement", "kueue", "cost")
 
     basis: str
     extra: dict[str, Any]
@@ -102,22 +102,35 @@ class Capacity(Record):
     headroom: dict[str, Any] | None
     phases: tuple[tuple[str, dict[str, Any]], ...]
     serve: dict[str, Any] | None
+    placement: dict[str, Any] | None  # the placement plan on the live nodes (diffing.placement)
+    kueue: dict[str, Any] | None  # Kueue's admission of the new cluster (diffing.placement.kueue)
+    cost: dict[str, Any] | None  # with the policy's price table (diffing.placement.cost)
 
     def __init__(self, basis: str, extra: dict[str, Any], peak: dict[str, Any],
                  headroom: dict[str, Any] | None, phases: tuple[tuple[str, dict[str, Any]], ...] = (),
-                 serve: dict[str, Any] | None = None) -> None:
+                 serve: dict[str, Any] | None = None, placement: dict[str, Any] | None = None,
+                 kueue: dict[str, Any] | None = None, cost: dict[str, Any] | None = None) -> None:
         set_field(self, "basis", basis)
         set_field(self, "extra", extra)
         set_field(self, "peak", peak)
         set_field(self, "headroom", headroom)
         set_field(self, "phases", phases)
         set_field(self, "serve", serve)
+        set_field(self, "placement", placement)
+        set_field(self, "kueue", kueue)
+        set_field(self, "cost", cost)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"basis": self.basis, "extra": self.extra, "peak": self.peak,
                                "headroom": self.headroom}
         if self.serve is not None:
             out["serveGpus"] = self.serve
+        if self.placement is not None:
+            out["placement"] = self.placement
+        if self.kueue is not None:
+            out["kueue"] = self.kueue
+        if self.cost is not None:
+            out["cost"] = self.cost
         return out
 
 

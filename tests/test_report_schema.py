@@ -71,3 +71,18 @@ def test_operator_upgrade_report_conforms() -> None:
     broken = with_operator_upgrade(diffing.analyze("", ""), judge(changes, texts)).to_dict()
     broken["operatorUpgrade"]["objects"][0]["firstReconcile"] = "rebuilt-maybe"
     assert errors(broken)
+
+
+def test_report_with_a_placement_plan_conforms() -> None:
+    # A live basis carrying the nodes and pods: the capacity gains "placement" (docs/placement.md).
+    sample = Path(__file__).resolve().parents[1] / "samples" / "gpu-image-bump"
+    node = {"metadata": {"name": "n", "labels": {}}, "spec": {},
+            "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "1"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    before, after = (sample / "before.yaml").read_text(), (sample / "after.yaml").read_text()
+    keys = list(diffing.live_objects(after, "after"))
+    live = {k: diffing.LiveCluster(active_cluster="old", cluster=([node], [])) for k in keys}
+    report = diffing.analyze(before, after, live=live).to_dict()
+    plans = [r["capacity"]["placement"] for r in report["resources"] if "placement" in r["capacity"]]
+    assert plans and plans[0]["fits"] is False and "addNodes" in plans[0]
+    assert errors(report) == []

@@ -29,6 +29,7 @@ from kubernetes.config.config_exception import ConfigException
 from .upstream import UpstreamError
 
 RAY_GROUP, RAY_VERSION = "ray.io", "v1"
+KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta1"
 PAGE = 500
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"  # pods that still hold resources
 
@@ -146,6 +147,25 @@ class KubeReader:
             return self._custom.list_cluster_custom_object(RAY_GROUP, RAY_VERSION, plural, **kwargs)
 
         return self._pages(f"list {plural} in every namespace", call)
+
+    def list_kueue(self, plural: str, namespace: str | None = None) -> list[dict[str, Any]] | None:
+        """Kueue's LocalQueues in ``namespace`` or its (cluster-scoped) ClusterQueues; ``None`` where
+        Kueue is not installed (the API answers 404)."""
+        where = f" in {namespace}" if namespace else ""
+        try:
+            with _translated(f"list {plural}{where}", self.conn.host):
+                if namespace:
+                    body = self._custom.list_namespaced_custom_object(
+                        KUEUE_GROUP, KUEUE_VERSION, namespace, plural, _request_timeout=self.timeout)
+                else:
+                    body = self._custom.list_cluster_custom_object(
+                        KUEUE_GROUP, KUEUE_VERSION, plural, _request_timeout=self.timeout)
+        except KubernetesError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        items = body.get("items") if isinstance(body, dict) else None
+        return [i for i in items or [] if isinstance(i, dict)]
 
     def list_nodes(self) -> list[dict[str, Any]]:
         return self._pages("list nodes", self._core.list_node)

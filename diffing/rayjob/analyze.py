@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from diffing import placement
 from diffing.engine import Engine, envelope_differences, stored_view
 from diffing.holds import replacement_headline
 from diffing.kube import resources as cap
@@ -23,7 +24,7 @@ from diffing.kube.values import mapping
 from diffing.managed import external_manager
 from diffing.pipeline import Analysis, Target
 from diffing.rayjob import checks, rollout
-from diffing.rayjob.capacity import capacity_holds, job_amounts
+from diffing.rayjob.capacity import capacity_holds, job_amounts, job_asks
 from diffing.rayjob.rules import (
     _GO_TYPES,
     _ZERO,
@@ -39,6 +40,7 @@ from diffing.rayjob.rules import (
 from diffing.rayjob.schema import job_defaulted, job_schemas, job_spec_schema
 from diffing.rayjob.validation import cel_errors, validate_rayjob
 from diffing.rayjob.ways_out import next_steps
+from diffing.rayservice.capacity import placement_holds
 from diffing.report import APPROVE, HOLD, Capacity, Finding, WayOut
 from diffing.vocab import Rollout
 
@@ -116,11 +118,16 @@ class RayJobAnalysis(Analysis):
             self.extra = cap.positive(amounts)
         accelerators = self.policy.accelerators
         self.rendered = cap.render_amounts(self.extra, accelerators, units=units)
+        plan = None
+        live = self.live
+        if live is not None and live.cluster is not None and self.a_def is not None and runs:
+            asks = job_asks(self.a_spec, self.key[0], init_injection=init)
+            plan = placement.plan_for(asks, *live.cluster).as_dict() if asks else None
         return Capacity(
             basis="manifest", extra=self.rendered, peak=dict(self.rendered),
             headroom=cap.render_amounts(self.known, accelerators, keep_zero=True, units=units)
             if self.known is not None else None,
-            phases=(("before", {}), ("after", self.rendered)) if self.extra else ())
+            phases=(("before", {}), ("after", self.rendered)) if self.extra else (), placement=plan)
 
     # 5. findings
     def check(self) -> Iterator[Finding]:
@@ -152,7 +159,7 @@ class RayJobAnalysis(Analysis):
         headline = self.operator_holds(hold, headline, rejected)
         renamed = self.created_beside_deleted(self.extra)
         if self.rollout in (Rollout.CREATE, Rollout.RESUME):
-            run_holds = capacity_holds(self.engine, self.extra, self.known, renamed)
+            run_holds = self._run_holds(renamed)
             hold.extend(run_holds)
             if run_holds:
                 short = (replacement_headline(self.replacing, self.known is None) if renamed
@@ -162,11 +169,18 @@ class RayJobAnalysis(Analysis):
         self.headline = headline
         self.reasons.extend(hold)
 
+    def _run_holds(self, renamed: bool) -> list[str]:
+        """With the live nodes the run's placement plan decides (docs/placement.md); else the
+        known headroom."""
+        plan = self.capacity.placement if self.capacity is not None else None
+        if plan is not None:
+            return placement_holds(self.policy, plan)
+        return capacity_holds(self.engine, self.extra, self.known, renamed)
+
     # 7. ways out
     def ways_out(self) -> tuple[WayOut, ...]:
         renamed = self.rollout == Rollout.CREATE and bool(self.replacing) and bool(self.extra)
-        short = self.rollout in (Rollout.CREATE, Rollout.RESUME) and bool(
-            capacity_holds(self.engine, self.extra, self.known, renamed))
+        short = self.rollout in (Rollout.CREATE, Rollout.RESUME) and bool(self._run_holds(renamed))
         return next_steps(self.rollout, bool(self.schema_errors), self.findings, self.rendered,
                           self.policy, renamed, self.a_spec, capacity_held=short)
 

@@ -43,6 +43,25 @@ def job_amounts(spec: Mapping[str, Any], *, init_injection: bool = True
     return total, {**cap.units_of(families), **units}
 
 
+def job_asks(spec: Mapping[str, Any], namespace: str, *, init_injection: bool = True) -> list[Any]:
+    """The pods of one run for the placement plan (docs/placement.md), as :func:`job_amounts`
+    counts them: its RayCluster's head and workers, and the K8sJobMode submitter pod."""
+    from diffing.placement import Ask, pod_requests, rollout_asks
+
+    mode = spec.get("submissionMode") or "K8sJobMode"
+    asks: list[Any] = []
+    rcs = spec.get("rayClusterSpec")
+    if not mapping(spec.get("clusterSelector")) and isinstance(rcs, Mapping):
+        if mode == "SidecarMode":
+            rcs = _with_sidecar(rcs)
+        asks = rollout_asks(rcs, namespace=namespace, init_injection=init_injection)
+    if mode == "K8sJobMode":
+        template = spec.get("submitterPodTemplate")
+        pod = dig(template, "spec") if isinstance(template, Mapping) else {"containers": [DEFAULT_SUBMITTER]}
+        asks.append(Ask("submitter", pod_requests(pod), namespace=namespace, spec=pod))
+    return asks
+
+
 def _with_sidecar(rcs: Mapping[str, Any]) -> dict[str, Any]:
     head = dict(mapping(rcs.get("headGroupSpec")))
     template = dict(mapping(head.get("template")))

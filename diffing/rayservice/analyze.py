@@ -25,7 +25,14 @@ from diffing.kube.schema import Schema, SchemaSet
 from diffing.kube.values import dig, seq
 from diffing.pipeline import Analysis, Target
 from diffing.rayservice import rollout, serve
-from diffing.rayservice.capacity import capacity_holds, estimate_capacity, render
+from diffing.rayservice.capacity import (
+    capacity_holds,
+    cost_holds,
+    estimate_capacity,
+    kueue_holds,
+    placement_holds,
+    render,
+)
 from diffing.rayservice.checks import collect_findings
 from diffing.rayservice.rollout import is_true, mark_appended, rcc_of
 from diffing.rayservice.rules import Category
@@ -163,6 +170,18 @@ class RayServiceAnalysis(Analysis):
         one) needs beyond the known headroom; their headline."""
         assert self.capacity is not None
         extra = self.capacity.extra
+        plan = self.capacity.placement
+        if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
+            # Beside the nodes: Kueue's quota and the policy's cost limit (docs/placement.md).
+            c = self.capacity
+            queued = kueue_holds(self.policy, c.kueue) + cost_holds(self.policy, c.cost)
+            hold.extend(queued)
+            if plan is not None:
+                holds = placement_holds(self.policy, plan)  # with the live nodes, the plan decides
+                hold.extend(holds)
+                if holds:
+                    return "the new cluster's pods do not fit on the live nodes"
+                return queued[0] if queued else ""
         if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
             known = self.known
             holds = capacity_holds(self.policy, extra, known)
@@ -189,7 +208,17 @@ class RayServiceAnalysis(Analysis):
                           changes=self.changes, findings=self.findings, extra=extra,
                           is_accelerator=policy.counts, replacing=bool(self.replacing),
                           declared=policy.accelerators, hold_on_recreate=policy.hold_on_recreate,
-                          capacity_held=bool(capacity_holds(policy, extra, self.known)))
+                          capacity_held=self._capacity_held())
+
+    def _capacity_held(self) -> bool:
+        assert self.capacity is not None
+        plan = self.capacity.placement
+        if self.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL):
+            if kueue_holds(self.policy, self.capacity.kueue) or cost_holds(self.policy, self.capacity.cost):
+                return True
+            if plan is not None:
+                return bool(placement_holds(self.policy, plan))
+        return bool(capacity_holds(self.policy, self.capacity.extra, self.known))
 
     def ignore_entry(self) -> dict[str, Any]:
         return {

@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
+from diffing import placement
 from diffing.hints import TYPE_CHECKING, Any
 from diffing.holds import known_headroom, shortfalls
 from diffing.kube import resources as cap
 from diffing.kube.values import dig, mapping, seq
 from diffing.live import LiveCluster
 from diffing.managed import external_manager
+from diffing.placement import cost, kueue
 from diffing.policy import Policy
 from diffing.rayservice import serve
 from diffing.rayservice.rollout import rcc_of
@@ -44,13 +46,23 @@ def estimate_capacity(a: RayServiceAnalysis) -> Capacity:
         shape = new or (cap.cluster_shape(rcc_of(a.a_def), init_injection=init) if a.a_def else None)
         serve_info = _serve_gpus(a, shape)
     units = {**(old.units if old else {}), **(new.units if new else {})}
+    placement = None
+    if live is not None and live.cluster is not None and new is not None:
+        placement = plan_rollout(a, new, current, basis, init)
+    queued = None
+    if live is not None and live.kueue is not None and extra and a.a_def is not None:
+        meta = dig(a.a_def, "metadata")
+        local_queues, cluster_queues = live.kueue
+        queued = kueue.admission({"metadata": {"namespace": a.key[0], "labels": meta.get("labels")}},
+                                 extra, local_queues, cluster_queues)
     return Capacity(
         basis=basis,
         extra=cap.render_amounts(extra, accel, units=units),
         peak=cap.render_amounts(peak, accel, units=units) if extra else {},
         headroom=cap.render_amounts(known, accel, keep_zero=True, units=units) if known is not None else None,
         phases=tuple((label, cap.render_amounts(amounts, accel, units=units)) for label, amounts in phases),
-        serve=serve_info,
+        serve=serve_info, placement=placement, kueue=queued,
+        cost=_cost(a, old_total, new, current, extra) if policy.prices else None,
     )
 
 
@@ -130,6 +142,92 @@ def _first_step(a: RayServiceAnalysis, new: cap.ClusterShape, old_total: cap.Amo
     full = new.total({g.name: current.get(g.name, g.replicas) for g in new.groups})
     return extra, [("before", old_total), (f"first step (+{surge}%)", cap.add(old_total, extra)),
                    ("after", full)]
+
+
+def plan_rollout(a: RayServiceAnalysis, new: cap.ClusterShape, current: Mapping[str, int], basis: str,
+                 init: bool) -> dict[str, Any] | None:
+    """The placement plan of the pods the rollout adds (docs/placement.md): a new cluster whole
+    (its autoscaled groups at the running replicas, as :func:`_during`), an incremental upgrade's
+    first step, the pods an in-place update appends; ``None`` for a rollout that adds none."""
+    assert a.live is not None and a.live.cluster is not None
+    rcc, ns = rcc_of(a.a_def), a.key[0]
+    replicas: dict[str, int] | None = None
+    head = True
+    if a.rollout in (Rollout.CREATE, Rollout.RESUME):
+        pass
+    elif a.rollout == Rollout.NEW_CLUSTER:
+        replicas = {g.name: g.replicas for g in new.groups}
+        for g in new.groups:
+            if a.autoscaling and basis == "live" and g.name in current:
+                replicas[g.name] = cap.clamp(current[g.name], g.min_replicas, g.max_replicas)
+    elif a.rollout == Rollout.INCREMENTAL:
+        opts = dig(a.a_def, "spec", "upgradeStrategy", "clusterUpgradeOptions")
+        surge = opts.get("maxSurgePercent", 100)
+        surge = surge if isinstance(surge, int) and 0 <= surge <= 100 else 100
+        replicas = {g.name: cap.surge_replicas(g, current.get(g.name, g.replicas), surge) for g in new.groups}
+    elif a.rollout == Rollout.CLUSTER_IN_PLACE:
+        head = False
+        replicas = {g.name: g.replicas - current.get(g.name, 0) for g in new.groups}
+    else:
+        return None
+    asks = placement.rollout_asks(rcc, replicas, head=head, namespace=ns, init_injection=init)
+    if not asks:
+        return None
+    nodes, pods = a.live.cluster
+    return placement.plan_for(asks, nodes, pods).as_dict()
+
+
+def _cost(a: RayServiceAnalysis, before: cap.Amounts, new: cap.ClusterShape | None,
+          current: Mapping[str, int], extra: cap.Amounts) -> dict[str, Any]:
+    after = new.total({g.name: current.get(g.name, g.replicas) for g in new.groups}) if new else {}
+    return cost.rollout_cost(extra, before, after, a.policy.prices, a.policy.currency,
+                             overlap=a.rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL))
+
+
+def cost_holds(policy: Policy, priced: Mapping[str, Any] | None) -> list[str]:
+    """The hold when the two-cluster window costs more per hour than the policy allows."""
+    limit = policy.cost_hold_per_hour
+    if priced is None or limit is None or "overlapPerHour" not in priced:
+        return []
+    if Fraction(str(priced["overlapPerHour"])) <= limit:
+        return []
+    unit = f" {policy.currency}" if policy.currency else ""
+    return [f"while both clusters run the new one costs {priced['overlapPerHour']:g}{unit} per hour, above "
+            f"the policy's cost.holdAbovePerHour ({float(limit):g}{unit})"]
+
+
+def placement_holds(policy: Policy, plan: Mapping[str, Any]) -> list[str]:
+    """One hold per worker group (or the head) whose pods the live nodes cannot take."""
+    if policy.hold_on_recreate == "never":
+        return []
+    if policy.hold_on_recreate == "always":
+        return ["policy holdOnRecreate=always: every cluster recreation is held"]
+    out = []
+    for g in plan.get("groups") or []:
+        if g.get("unplaced"):
+            out.append(f"{g['unplaced']} of {g['pods']} pod(s) of {_who(g['group'])} cannot be placed on the "
+                       f"live nodes: {g['message']}{add_nodes(plan)}")
+    return out
+
+
+def kueue_holds(policy: Policy, queued: Mapping[str, Any] | None) -> list[str]:
+    """The hold when Kueue will not admit the new cluster next to the old one."""
+    if queued is None or queued.get("admitted") or policy.hold_on_recreate == "never":
+        return []
+    return [f"Kueue: the new cluster {queued.get('message')}; it stays unadmitted (no pods) while the old "
+            "cluster holds its quota (kueue #11264)"]
+
+
+def _who(group: str) -> str:
+    return "the head" if group == "head" else f"worker group {group}"
+
+
+def add_nodes(plan: Mapping[str, Any]) -> str:
+    adds = [a for a in plan.get("addNodes") or [] if a.get("placesAll")]
+    if not adds:
+        return ""
+    best = adds[0]
+    return f" ({best['nodes']} more node(s) like {best['shape']} would take them)"
 
 
 def _serve_gpus(a: RayServiceAnalysis, new: cap.ClusterShape | None) -> dict[str, Any] | None:

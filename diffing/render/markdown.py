@@ -496,6 +496,31 @@ def _ways_out(r: ResourceReport, locate: Locate | None, edits: tuple[LineEdit, .
     return [*lines, ""]
 
 
+def _placement(plan: dict[str, Any] | None) -> list[str]:
+    """The placement plan's lines (docs/placement.md): fits, or per group the scheduler's message,
+    and the nodes that would make it fit."""
+    if plan is None:
+        return []
+    ahead = f", after {plan['queuedAhead']} pod(s) already Pending" if plan["queuedAhead"] else ""
+    where = f"{plan['pods']} new pod(s) on the {plan['nodes']} live node(s){ahead}"
+    if plan["fits"]:
+        pools: dict[str, int] = {}
+        for g in plan["groups"]:
+            for pool, n in g["pools"].items():
+                pools[pool] = pools.get(pool, 0) + n
+        spread = ", ".join(f"{n} on {pool}" for pool, n in sorted(pools.items()))
+        return [f"**Placement:** fits: {where} ({spread})", ""]
+    lines = [f"**Placement:** does not fit: {where}", ""]
+    for g in plan["groups"]:
+        if g.get("unplaced"):
+            lines.append(f"- {g['group']}: {g['unplaced']} of {g['pods']} pod(s) stay Pending: "
+                         f"`{g['message']}`")
+    for a in plan.get("addNodes") or []:
+        what = "all of them" if a["placesAll"] else f"{a['pods']} of them"
+        lines.append(f"- {a['nodes']} more node(s) like {a['shape']} would take {what}")
+    return lines + [""]
+
+
 def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate | None = None,
               edits: tuple[LineEdit, ...] = ()) -> list[str]:
     differs = _decision(r, report)
@@ -506,6 +531,17 @@ def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate |
     lines += [f"- {link_citations(reason)}" for reason in r.reasons] + [""]
     lines += _ways_out(r, locate, edits)
     lines += _capacity(r)
+    lines += _placement(r.capacity.placement)
+    if r.capacity.cost is not None:
+        priced, unit = r.capacity.cost, f" {r.capacity.cost['currency']}".rstrip()
+        window = (f"{priced['overlapPerHour']:g}{unit} per hour while both clusters run · "
+                  if "overlapPerHour" in priced else "")
+        lines += [f"**Cost:** {window}{priced['monthlyChange']:+g}{unit} per month after", ""]
+    if r.capacity.kueue is not None:
+        q = r.capacity.kueue
+        said = (f"admitted in ClusterQueue {q.get('clusterQueue')}" if q["admitted"]
+                else str(q.get("message")))
+        lines += [f"**Kueue** ({q['queue']}): {said}", ""]
     if r.capacity.serve:
         s = r.capacity.serve
         ceiling = "unbounded" if s.get("ceiling", 0) == -1 else s.get("ceiling", "?")

@@ -308,6 +308,8 @@ class Kubernetes:
     rayclusters: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
+    localqueues: list[dict[str, Any]] = field(default_factory=list)
+    clusterqueues: list[dict[str, Any]] | None = None  # None: Kueue is not installed (404)
     token: str = KUBE_TOKEN
     forbidden: tuple[str, ...] = ()  # path prefixes answered 403
     requests: list[str] = field(default_factory=list)
@@ -343,6 +345,14 @@ class Kubernetes:
                                                                                          "RayJobList")
             return 200, {"apiVersion": "ray.io/v1", "kind": kind, "items": pools[parts[3]],
                          "metadata": {"resourceVersion": "903", "continue": ""}}
+        if parts[:3] == ["apis", "kueue.x-k8s.io", "v1beta1"] and self.clusterqueues is not None:
+            if parts[3:] == ["clusterqueues"]:
+                return 200, {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueueList",
+                             "metadata": {"resourceVersion": "903"}, "items": self.clusterqueues}
+            if len(parts) == 6 and parts[3] == "namespaces" and parts[5] == "localqueues":
+                items = [q for q in self.localqueues if q["metadata"]["namespace"] == parts[4]]
+                return 200, {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueueList",
+                             "metadata": {"resourceVersion": "904"}, "items": items}
         if parts[:3] == ["apis", "ray.io", "v1"] and len(parts) >= 6 and parts[3] == "namespaces":
             namespace, plural = parts[4], parts[5]
             pool = pools.get(plural)

@@ -145,14 +145,15 @@ def test_presync_gpu_bump_without_free_gpus_holds(tmp_path: Path) -> None:
         proc = run_hook(tmp_path, argo_url, kube_url)
     assert proc.returncode == 3, proc.stderr
     assert "rayservice-impact: **hold**" in proc.stdout
-    assert ("the rollout needs 1 extra nvidia.com/gpu while the old cluster still runs; "
-            "the known headroom covers 0") in proc.stdout
+    # With the live nodes the placement plan decides (docs/placement.md): the new worker finds no GPU.
+    assert ("1 of 1 pod(s) of worker group gpu-group cannot be placed on the live nodes: 0/2 nodes are "
+            "available: 2 Insufficient nvidia.com/gpu.") in proc.stdout
     assert "capacity basis: live" in proc.stdout
     assert "capacity basis: live (Kubernetes API via kubeconfig" in proc.stderr
     assert "exit 3, the sync stops here" in proc.stderr
     log = (tmp_path / "termination-log").read_text()
     assert log.startswith("HOLD: hold: ml/stable-diffusion → new-cluster")
-    assert "the rollout needs 1 extra nvidia.com/gpu" in log
+    assert "cannot be placed on the live nodes: 0/2 nodes are available" in log
 
 
 def test_presync_gpu_bump_with_free_gpus_approves(tmp_path: Path) -> None:

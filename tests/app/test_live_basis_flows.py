@@ -178,3 +178,117 @@ def test_with_api_tokens_a_caller_without_one_is_refused(kubeconfig: Any, tokens
             for a in answers] == [(401, "unauthorized", "Bearer")] * 3
     assert open_routes == [200, 200, 200]
     assert kube.requests == []
+
+
+def _short_of_cpu() -> s.Kubernetes:
+    """Enough free GPUs on the GPU node for the new cluster (3 of 6), not enough cpu (5 of 8)."""
+    base, _ = _manifests()
+    live = s.live_state(base, active=ACTIVE)
+    cluster = s.raycluster(live, ACTIVE, {"gpu-group": 3})
+    pods = [s.pod(f"{ACTIVE}-gpu-{i}", "ml", "gpu-node", gpus=1, tolerations=TOLERATION) for i in range(3)]
+    return s.Kubernetes(rayservices=[live], rayclusters=[cluster], pods=pods,
+                        nodes=[s.node("gpu-node", gpus=6, cpu="8")])
+
+
+def test_service_placement_plan_holds_what_the_gpu_totals_approve(kubeconfig: Any, tokens_file: Path) -> None:
+    # The headroom (free GPUs in whole pods) covers the 3 new workers, so the totals approved. The
+    # plan places each pod (docs/placement.md): the first worker takes 3 of the 5 free cpu; the
+    # second worker (3 cpu) and the head (2 cpu + the autoscaler's 500m) find too little cpu.
+    kube = kubeconfig(_short_of_cpu())
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto",
+                                   api_tokens_file=tokens_file))
+    before, after = _manifests()
+    with running_server(app) as base_url:
+        r = _post(base_url, before, after)
+    assert r["capacity"]["headroom"] == {"nvidia.com/gpu": 3}
+    plan = r["capacity"]["placement"]
+    assert plan["fits"] is False and plan["nodes"] == 1 and plan["pods"] == 4
+    groups = {g["group"]: g for g in plan["groups"]}
+    assert (groups["gpu-group"]["placed"], groups["gpu-group"]["unplaced"]) == (1, 2)
+    assert groups["gpu-group"]["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert groups["head"]["unplaced"] == 1
+    assert plan["addNodes"][0]["placesAll"] is True
+    assert r["decision"] == "hold"
+    assert any("cannot be placed on the live nodes: 0/1 nodes are available: 1 Insufficient cpu." in reason
+               for reason in r["reasons"])
+    # One list of nodes and one of pods per request (the reads stay bounded).
+    assert len([p for p in kube.requests if p.startswith("/api/v1/nodes")]) == 1
+    assert len([p for p in kube.requests if p.startswith("/api/v1/pods")]) == 1
+
+
+def test_github_flow_comment_shows_the_placement(kubeconfig: Any) -> None:
+    from diffing.render.markdown import render_markdown
+
+    kubeconfig(_kube(5))
+    before, after = _manifests()
+    report = asyncio.run(analyse([("base:rs.yaml", yaml.safe_dump(before))],
+                                 [("head:rs.yaml", yaml.safe_dump(after))],
+                                 AnalysisOptions(live_enabled=True, timeout=30)))
+    plan = report.to_dict()["resources"][0]["capacity"]["placement"]
+    assert plan["fits"] is True and "addNodes" not in plan
+    assert "**Placement:** fits: 4 new pod(s) on the 1 live node(s)" in render_markdown(report)
+
+
+def _queued(used_gpus: str) -> s.Kubernetes:
+    """The RayService labelled for Kueue queue team-a (LocalQueue in ml -> ClusterQueue gpu-cq of
+    8 GPUs nominal, ``used_gpus`` reserved: the old cluster's 3 among them)."""
+    kube = _kube(5)
+    kube.localqueues = [{"metadata": {"name": "team-a", "namespace": "ml"},
+                         "spec": {"clusterQueue": "gpu-cq"}}]
+    kube.clusterqueues = [{
+        "metadata": {"name": "gpu-cq"},
+        "spec": {"resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [
+            {"name": "a100", "resources": [{"name": "cpu", "nominalQuota": "200"},
+                                           {"name": "memory", "nominalQuota": "2Ti"},
+                                           {"name": "nvidia.com/gpu", "nominalQuota": "8"}]}]}]},
+        "status": {"flavorsReservation": [{"name": "a100", "resources": [
+            {"name": "cpu", "total": "12"}, {"name": "memory", "total": "48Gi"},
+            {"name": "nvidia.com/gpu", "total": used_gpus}]}]}}]
+    return kube
+
+
+def _labelled() -> tuple[dict[str, Any], dict[str, Any]]:
+    before, after = _manifests()
+    for obj in (before, after):
+        obj["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "team-a"
+    return before, after
+
+
+@pytest.mark.parametrize(("used", "admitted", "decision"), [("3", True, "approve"), ("6", False, "hold")])
+def test_service_kueue_admission_of_the_new_cluster(kubeconfig: Any, tokens_file: Path, used: str,
+                                                     admitted: bool, decision: str) -> None:
+    # The new cluster needs 3 GPUs (3 autoscaled workers). 8 nominal: with 3 reserved (the old
+    # cluster) 5 are free, admitted; with 6 reserved only 2 are free: it waits for quota.
+    kube = kubeconfig(_queued(used))
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto",
+                                   api_tokens_file=tokens_file))
+    before, after = _labelled()
+    with running_server(app) as base_url:
+        r = _post(base_url, before, after)
+    q = r["capacity"]["kueue"]
+    assert (q["queue"], q["clusterQueue"], q["admitted"]) == ("ml/team-a", "gpu-cq", admitted)
+    gpu = next(row for row in q["resources"] if row["resource"] == "nvidia.com/gpu")
+    assert gpu["needs"] == "3" and gpu["free"] == str(8 - int(used))
+    assert r["decision"] == decision
+    if not admitted:
+        said = ("Kueue: the new cluster waits for quota in ClusterQueue gpu-cq: "
+                "nvidia.com/gpu needs 3 in flavor a100, 2 free")
+        assert any(reason.startswith(said) for reason in r["reasons"])
+    # One list of LocalQueues (the namespace) and one of ClusterQueues.
+    kueue = "/apis/kueue.x-k8s.io/v1beta1"
+    assert [p for p in kube.requests if "kueue" in p] == [f"{kueue}/clusterqueues",
+                                                          f"{kueue}/namespaces/ml/localqueues"]
+
+
+def test_kueue_not_installed_reads_nothing_more(kubeconfig: Any, tokens_file: Path) -> None:
+    kube = _kube(5)  # no Kueue: its API answers 404
+    kubeconfig(kube)
+    app = create_app(load_settings(analysis_executor="thread", live_basis="auto",
+                                   api_tokens_file=tokens_file))
+    before, after = _labelled()
+    with running_server(app) as base_url:
+        r = _post(base_url, before, after)
+    # Without Kueue its label does nothing: no admission to wait for, and no LocalQueue read.
+    assert "kueue" not in r["capacity"]
+    assert [p for p in kube.requests if "kueue" in p] == ["/apis/kueue.x-k8s.io/v1beta1/clusterqueues"]
+    assert r["decision"] == "approve"
