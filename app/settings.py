@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     # Where the Argo CD PreSync hook announces a sync it let through (the service's base URL): the
     # service then follows it, as it follows a notification (docs/rollout.md).
     rollout_service_url: str | None = None
+    # Rollout watch on (it reads and writes the cluster: ConfigMaps and Leases of its namespace,
+    # watches of the ray.io kinds, pods and events), off by default (docs/rollout-watch.md).
+    rollout_watch: bool = False
     # Rollout watch, Kubernetes side (issue 22; docs/rollout-watch.md). The namespace of the
     # ConfigMaps and Leases that keep the watches (POD_NAMESPACE, from the downward API, wins).
     rollout_namespace: str = "rayservice-impact"

@@ -22,9 +22,12 @@ PartsFactory = Callable[[Any], Parts | None]
 
 def rollout_parts(settings: Any, factory: PartsFactory | None = None) -> Parts | None:
     """``factory(settings)`` when given (tests), else ``app.rollout.kube.kube_parts(settings)``
-    when a Kubernetes configuration exists, else None (rollout reporting off)."""
+    when the watch is switched on (``rollout_watch``) and a Kubernetes configuration exists, else
+    None (rollout reporting off)."""
     if factory is not None:
         return factory(settings)
+    if not getattr(settings, "rollout_watch", False):  # opt-in: RAYSERVICE_IMPACT_ROLLOUT_WATCH=true
+        return None
     from app.live import kubernetes_configured
 
     if not kubernetes_configured():  # neither in-cluster nor a kubeconfig: nothing to watch with

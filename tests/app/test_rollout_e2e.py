@@ -58,7 +58,7 @@ def _settings(github_url: str, key_file: Path) -> Any:
     return load_settings(github_webhook_secret=SECRET, github_api_url=github_url, github_app_id="31337",
                          github_app_private_key_file=str(key_file), github_write_interval_seconds=0.0,
                          analysis_executor="thread", live_basis="off", render="none",
-                         rollout_write_interval_seconds=0.0)
+                         rollout_write_interval_seconds=0.0, rollout_watch=True)
 
 
 def _stored(kube: KubeStandin, plural: str) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from types import SimpleNamespace
 
 import pytest
 
@@ -178,15 +179,17 @@ def test_rollout_parts_uses_the_factory_or_the_kubernetes_side(monkeypatch: pyte
     from app.rollout import wiring
 
     store, follower = MemoryStore(), ScriptedFollower()
+    on = SimpleNamespace(rollout_watch=True)
     assert wiring.rollout_parts(object(), lambda s: (store, follower)) == (store, follower)
     assert wiring.rollout_parts(object(), lambda s: None) is None
     monkeypatch.setattr(app.live, "kubernetes_configured", lambda: False)
-    assert wiring.rollout_parts(object()) is None
+    assert wiring.rollout_parts(on) is None
     monkeypatch.setattr(app.live, "kubernetes_configured", lambda: True)
+    assert wiring.rollout_parts(object()) is None  # configured, but the watch is not switched on
     import app.rollout.kube
 
     def broken(settings: object) -> None:
         raise RuntimeError("no API server")
 
     monkeypatch.setattr(app.rollout.kube, "kube_parts", broken)
-    assert wiring.rollout_parts(object()) is None  # logged; the service still analyses
+    assert wiring.rollout_parts(on) is None  # logged; the service still analyses
