@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from diffing.observe import duration
+
 from .model import Observation, Phase, Watch
 
 CHECK_NAME = "rayservice-impact/rollout"
@@ -84,15 +86,9 @@ class CheckOutput:
 
 
 def duration_text(seconds: float) -> str:
-    """``552`` -> ``"9 m 12 s"``; ``3725`` -> ``"1 h 2 m"``; ``7`` -> ``"7 s"``."""
-    total = max(0, int(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes} m"
-    if minutes:
-        return f"{minutes} m {secs} s"
-    return f"{secs} s"
+    """``552`` -> ``"9 m 12 s"``; ``3725`` -> ``"1 h 2 m"``; ``7`` -> ``"7 s"`` (the same words as the
+    observation's summary)."""
+    return duration(seconds)
 
 
 def extra_text(extra: Mapping[str, int]) -> str:
