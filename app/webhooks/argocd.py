@@ -42,7 +42,8 @@ from app.rollout.report import RolloutReporter
 
 from ..clients.argocd import ArgoCDClient
 from ..clients.upstream import UpstreamError
-from .github import _read_limited
+from ..live import live_basis_for_texts
+from .github import _read_limited, live_enabled
 
 log = logging.getLogger(__name__)
 
@@ -203,10 +204,16 @@ class ArgoCDWebhook:
             log.error("argocd %s: cannot read the managed resources: %s", key, exc)
             return "failed"
         options = self.github.options if self.github is not None else None
+        # The live basis, as the PreSync hook and the pull request used it: the prediction the
+        # rollout is measured against must be the one they gave (replicas the autoscaler runs).
+        live = await live_basis_for_texts(
+            after, enabled=live_enabled(self.settings), kuberay_version=self.settings.kuberay_version,
+            headroom=None, timeout=self.settings.kubernetes_timeout_seconds,
+            budget=self.settings.analysis_timeout_seconds)
         report = await asyncio.to_thread(
             diffing.analyze, before, after, kuberay_version=self.settings.kuberay_version,
             policy=options.policy if options is not None else self.settings.load_policy(),
-            sources=("live", "target"), before_is_live=True)
+            sources=("live", "target"), before_is_live=True, live=live)
         targets = targets_of(report)
         if not targets:
             log.info("argocd %s: no RayService, RayCluster or RayJob to follow", key)

@@ -529,3 +529,32 @@ def test_presync_hook_announces_the_sync_it_lets_through(service: Any, repo: dic
         assert watch.sink["github"]["sha"] == repo["c1"]
     else:
         assert "announced" not in err and store.watches == {}
+
+
+@pytest.mark.parametrize(("live_basis", "extra"), [("auto", 3), ("off", 1)])
+def test_argocd_sync_predicts_with_the_live_basis(service: Any, repo: dict[str, str], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch, live_basis: str,
+                                                  extra: int) -> None:
+    """The prediction a rollout is measured against is the one the hook and the PR gave: with the
+    live basis the autoscaler's 3 GPU workers (Git says 1) are what the new cluster needs."""
+    from argocd_standins import ARGO_TOKEN, ArgoCD, live_state, managed_item, write_kubeconfig
+    from argocd_standins import serve as serve_argocd
+    from test_live_basis_flows import ACTIVE, _kube, _manifests
+
+    base, bumped = _manifests()
+    argocd = ArgoCD("serving", [managed_item(live_state(base, active=ACTIVE), bumped)])
+    kube = _kube(5)
+    standin, key_file, store, follower, _, _ = service(HAPPY)
+    note = {"app": "serving", "namespace": "argocd", "revision": repo["c1"], "phase": "Running",
+            "repoURL": f"https://github.com/{OWNER}/{REPO}.git"}
+    with serve_argocd(kube) as kube_url, serve_argocd(argocd) as argocd_url:
+        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", kube_url)))
+        with serve(standin, key_file, store, follower, argocd_server=argocd_url, argocd_token=ARGO_TOKEN,
+                   live_basis=live_basis) as (url, _app):
+            assert argo_post(url, note).status_code == 202
+            wait_for(lambda: store.finished, what="the watch to finish")
+    [watch] = follower.followed
+    assert [(t.key, t.predicted_rollout, dict(t.predicted_extra)) for t in watch.targets] == [
+        ("RayService/ml/stable-diffusion", "new-cluster", {"nvidia.com/gpu": extra})]
+    assert any(r.startswith("/api/v1/nodes") for r in kube.requests) == (live_basis == "auto")
