@@ -485,13 +485,14 @@ def _rayservice_basis(reader: RequestReader, rs: Obj, namespace: str, name: str,
 
 
 def _raycluster_basis(reader: RequestReader, rc: Obj, namespace: str, name: str,
-                      room: dict[str, Any]) -> diffing.LiveCluster:
+                      room: dict[str, Any], nodes_pods: diffing.live.NodesAndPods | None = None
+                      ) -> diffing.LiveCluster:
     head_hash, head_version, group_pods = cluster_pod_facts(reader.cluster_pods(namespace), name)
     spec = rc.get("spec")
     return diffing.LiveCluster(
         active_cluster=name, worker_replicas=worker_replicas(rc), headroom=room or None,
         head_hash=head_hash, head_kuberay_version=head_version, group_pods=group_pods,
-        cluster_spec=dict(spec) if isinstance(spec, Mapping) else {})
+        cluster_spec=dict(spec) if isinstance(spec, Mapping) else {}, cluster=nodes_pods)
 
 
 def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping[str, Obj] | None = None,
@@ -523,7 +524,7 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
         for _, spec in pod_templates(shape))
     nodes = reader.list_nodes() if wants_nodes else []
     pods = reader.list_active_pods() if wants_nodes else []
-    # The same two lists give the placement plan of a RayService's rollout (diffing.placement),
+    # The same two lists give the placement plan of a rollout (diffing.placement),
     # trimmed to what the plan reads: the basis may travel to a worker process.
     cluster = (trim_nodes(nodes), trim_pods(pods)) if wants_nodes else None
     out: dict[str, diffing.LiveCluster] = {}
@@ -540,13 +541,12 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
             if room or cluster is not None:  # nothing else of a RayJob is live; no entry without it
                 out[key] = diffing.LiveCluster(headroom=room or None, cluster=cluster)
         elif obj is None:
-            out[key] = diffing.LiveCluster(headroom=room or None,
-                                           cluster=cluster if kind == "RayService" else None, kueue=queued)
+            out[key] = diffing.LiveCluster(headroom=room or None, cluster=cluster, kueue=queued)
         elif kind == "RayService":
             basis = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version, cluster)
             out[key] = replace(basis, kueue=queued)
         else:
-            out[key] = _raycluster_basis(reader, obj, namespace, name, room)
+            out[key] = _raycluster_basis(reader, obj, namespace, name, room, cluster)
     return out
 
 
