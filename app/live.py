@@ -504,7 +504,7 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
     ``headroom`` (e.g. from ``--headroom``) wins over the measured value for the same resource.
     Reads per namespace at most one list of RayServices, one of RayClusters and (for a standalone
     RayCluster, unless the all-namespace pod list was read for the headroom) one of its pods;
-    plus nodes and pods once when an accelerator is involved (:class:`RequestReader`).
+    plus nodes and pods once when an object makes pods (:class:`RequestReader`).
     """
     reader = RequestReader(client)
     targets = targets or {}
@@ -518,10 +518,11 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
             live[key] = (kind, namespace, name, reader.get_raycluster(namespace, name))
         elif kind == "RayJob":
             live[key] = (kind, namespace, name, None)  # only its target's pods matter: the headroom
-    wants_nodes = any(
-        _accelerators(pod_requests(spec), extra)
-        for key, (*_, obj) in live.items() for shape in (targets.get(key), obj) if shape
-        for _, spec in pod_templates(shape))
+    # Nodes and pods for any object of the change that makes pods (the placement plan of whatever
+    # rollout adds some, cpu-only ones included; the headroom when an accelerator is involved):
+    # which rollout it is is known only after the analysis, and the lists are read once anyway.
+    wants_nodes = any(pod_templates(shape) for key, (*_, obj) in live.items()
+                      for shape in (targets.get(key), obj) if shape)
     nodes = reader.list_nodes() if wants_nodes else []
     pods = reader.list_active_pods() if wants_nodes else []
     # The same two lists give the placement plan of a rollout (diffing.placement),
