@@ -536,18 +536,18 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
         room: dict[str, Any] = dict(accelerator_headroom(shape, nodes, pods, extra)) if wants_nodes else {}
         room.update(headroom or {})
         queued = None
-        if kind == "RayService" and (_get(shape, "metadata", "labels") or {}).get(QUEUE_LABEL):
+        if (_get(shape, "metadata", "labels") or {}).get(QUEUE_LABEL):  # any of the three kinds
             queued = reader.kueue(namespace)
         if kind == "RayJob":
             if room or cluster is not None:  # nothing else of a RayJob is live; no entry without it
-                out[key] = diffing.LiveCluster(headroom=room or None, cluster=cluster)
+                out[key] = diffing.LiveCluster(headroom=room or None, cluster=cluster, kueue=queued)
         elif obj is None:
             out[key] = diffing.LiveCluster(headroom=room or None, cluster=cluster, kueue=queued)
         elif kind == "RayService":
             basis = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version, cluster)
             out[key] = replace(basis, kueue=queued)
         else:
-            out[key] = _raycluster_basis(reader, obj, namespace, name, room, cluster)
+            out[key] = replace(_raycluster_basis(reader, obj, namespace, name, room, cluster), kueue=queued)
     return out
 
 

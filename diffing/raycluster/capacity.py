@@ -16,6 +16,7 @@ from diffing.hints import Any
 from diffing.holds import known_headroom, replacement_headline, shortfalls
 from diffing.kube import resources as cap
 from diffing.kube.values import dig
+from diffing.placement import cost, kueue
 from diffing.raycluster.ways_out import Cause, Hold
 from diffing.rayservice.capacity import add_nodes
 from diffing.report import Capacity
@@ -34,6 +35,7 @@ def estimate(a: RayClusterAnalysis) -> Capacity:
     extra: cap.Amounts = {}
     peak: cap.Amounts = {}
     reps: dict[str, int] = {}
+    before: cap.Amounts = {}  # what runs before, for the cost of the pods the rollout adds
     if new is not None and rollout in (Rollout.CREATE, Rollout.RESUME) and not (
             rollout == Rollout.CREATE and a.a_spec.get("suspend") is True):
         extra = peak = new.total()
@@ -47,6 +49,7 @@ def estimate(a: RayClusterAnalysis) -> Capacity:
         running = cap.add(dict(old.head), _groups_total(old, moves.current)) if old and not moves.head_built \
             else {}
         peak = cap.add(running, extra)
+        before = running
     elif rollout == Rollout.RECREATE and new is not None and moves.old_shape is not None:
         # No surge: the old pods go first (docs/semantics/raycluster.md §6.1). The new cluster comes
         # up at the clamped replicas of the spec: Git's new ones, or with autoscaling the ones the
@@ -58,6 +61,7 @@ def estimate(a: RayClusterAnalysis) -> Capacity:
         old = moves.old_shape
         freed = cap.add(dict(old.head), _groups_total(old, moves.current))
         extra = cap.add(peak, freed, -1)
+        before = freed
     extra = cap.positive(extra)
     known = known_headroom(a.headroom, a.live)
     units = {**(moves.old_shape.units if moves.old_shape else {}), **(new.units if new else {})}
@@ -67,7 +71,20 @@ def estimate(a: RayClusterAnalysis) -> Capacity:
         peak=cap.render_amounts(cap.positive(peak), accel, units=units) if peak else {},
         headroom=cap.render_amounts(known, accel, keep_zero=True, units=units) if known is not None else None,
         placement=plan_rollout(a, reps) if new is not None and peak else None,
+        kueue=_queued(a, extra),
+        cost=cost.rollout_cost(extra, before, cap.positive(peak), a.policy.prices, a.policy.currency,
+                               overlap=False) if a.policy.prices and peak else None,
     )
+
+
+def _queued(a: RayClusterAnalysis, extra: cap.Amounts) -> dict[str, Any] | None:
+    """Kueue's answer for the pods the rollout adds (a RayCluster labelled
+    ``kueue.x-k8s.io/queue-name``; docs/placement.md): reported, not held on."""
+    live = a.live
+    if live is None or live.kueue is None or not extra or a.a_def is None:
+        return None
+    labels = dig(a.a_def, "metadata").get("labels")
+    return kueue.admission({"metadata": {"namespace": a.key[0], "labels": labels}}, extra, *live.kueue)
 
 
 def plan_rollout(a: RayClusterAnalysis, recreate_replicas: Mapping[str, int]) -> dict[str, Any] | None:

@@ -597,9 +597,13 @@ def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate |
     lines += _placement(r.capacity.placement, compact)
     if r.capacity.cost is not None:
         priced, unit = r.capacity.cost, f" {r.capacity.cost['currency']}".rstrip()
-        window = (f"{priced['overlapPerHour']:g}{unit} per hour while both clusters run · "
-                  if "overlapPerHour" in priced else "")
-        lines += [f"**Cost:** {window}{priced['monthlyChange']:+g}{unit} per month after", ""]
+        parts = [f"{priced['overlapPerHour']:g}{unit} per hour while both clusters run"] \
+            if "overlapPerHour" in priced else []
+        if "runPerHour" in priced:
+            parts.append(f"{priced['runPerHour']:g}{unit} per hour while the run's cluster runs")
+        if "monthlyChange" in priced:
+            parts.append(f"{priced['monthlyChange']:+g}{unit} per month after")
+        lines += [f"**Cost:** {' · '.join(parts)}", ""]
     if r.capacity.kueue is not None:
         q = r.capacity.kueue
         said = (f"admitted in ClusterQueue {q.get('clusterQueue')}" if q["admitted"]

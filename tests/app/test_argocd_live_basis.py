@@ -227,3 +227,36 @@ def test_read_live_basis_standalone_rayclusters_read_two_lists_per_namespace() -
     with pytest.raises(KubernetesError, match="more than 16 namespaces"):
         many = [f"RayCluster/ns-{i}/rc" for i in range(17)]
         read_live_basis(FakeReader(s.Kubernetes()), many)  # type: ignore[arg-type]
+
+
+class KueueReader(FakeReader):
+    """Kueue installed: one ClusterQueue list, the LocalQueues per namespace."""
+
+    def list_kueue(self, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        self.calls.append(f"kueue {plural} {namespace or ''}".rstrip())
+        if plural == "clusterqueues":
+            return [{"metadata": {"name": "cq"}, "spec": {}}]
+        return [{"metadata": {"name": "team", "namespace": namespace}, "spec": {"clusterQueue": "cq"}}]
+
+
+def test_read_live_basis_reads_kueue_for_a_labelled_raycluster_and_rayjob() -> None:
+    """A RayCluster and a RayJob labelled kueue.x-k8s.io/queue-name get the queues as a
+    RayService does (docs/placement.md): one ClusterQueue list, one LocalQueue list per namespace."""
+    label = {"kueue.x-k8s.io/queue-name": "team"}
+    rc = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+          "metadata": {"name": "rc", "namespace": "ns-a", "labels": label},
+          "spec": {"workerGroupSpecs": [{"groupName": "w", "replicas": 1}]}}
+    head = {"template": {"spec": {"containers": [{"name": "h"}]}}}
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+           "metadata": {"name": "job", "namespace": "ns-a", "labels": label},
+           "spec": {"rayClusterSpec": {"headGroupSpec": head}}}
+    plain = {**job, "metadata": {"name": "other", "namespace": "ns-b"}}
+    reader = KueueReader(s.Kubernetes(rayservices=[], rayclusters=[rc], pods=[], nodes=[]))
+    targets = {"RayCluster/ns-a/rc": rc, "RayJob/ns-a/job": job, "RayJob/ns-b/other": plain}
+    basis = read_live_basis(reader, list(targets), targets=targets)  # type: ignore[arg-type]
+    for key in ("RayCluster/ns-a/rc", "RayJob/ns-a/job"):
+        queued = basis[key].kueue
+        assert queued is not None and [q["metadata"]["name"] for q in queued[1]] == ["cq"]
+    assert basis["RayJob/ns-b/other"].kueue is None  # no label: no queue read for it
+    kueue_calls = [c for c in reader.calls if c.startswith("kueue")]
+    assert kueue_calls == ["kueue clusterqueues", "kueue localqueues ns-a"]
