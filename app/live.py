@@ -20,6 +20,10 @@ and the worker pods per ``ray.io/group``, groups no longer in the spec included 
 the headroom as for a RayService. A RayCluster that is not running gets only the headroom. A
 RayJob gets only the headroom: each run builds a new RayCluster, so nothing of it runs to compare.
 
+Every one of them also gets the node and pod lists (read once per request, whenever an object of
+the change makes pods) for the placement plan (docs/placement.md), and, when labelled
+``kueue.x-k8s.io/queue-name``, the LocalQueues of its namespace and the ClusterQueues.
+
 The functions taking nodes and pods are pure; only :func:`read_live_basis` and
 :func:`live_basis_for` do I/O, through :class:`app.clients.kubernetes.KubeReader`.
 
