@@ -356,6 +356,24 @@ def test_the_placement_per_pool_renders_as_stacked_bars(browser: tuple[ModuleTyp
     assert "<th>node pool</th>" in dom
     assert shots.png_size(png)[0] == 780
 
+    # The h100 node busy too: the worker's 4 GPUs fit nowhere, a red bar of 4 below the pools,
+    # drawn first so that the pools' bars cover its zeros.
+    pods[0] = pod("busy", "h100-0", {"nvidia.com/gpu": "6"})
+    live = {k: diffing.LiveCluster(active_cluster="old", cluster=(nodes, pods))
+            for k in diffing.live_objects(after, "after")}
+    markdown = diffing.render_markdown(diffing.analyze(before, after, live=live))
+    dom = shots.render(shots.comment_body(markdown), mermaid_js, tmp_path / "short.png", tmp_path)
+    svg = next(c for c in re.findall(r'<pre class="mermaid"[^>]*>(.*?)</pre>', dom, re.DOTALL)
+               if "per node pool" in c)
+    assert "does not fit" in svg
+    bars = {}
+    for _x, y, width, colour in re.findall(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" '
+                                           r'height="[\d.]+" fill="(#[0-9a-f]+)"', svg):
+        bars.setdefault(y, {})[colour] = float(width)
+    *pools, short = bars.values()
+    assert short["#cf222e"] == pytest.approx(4 * unit, rel=0.05)
+    assert all(p["#8c959f"] > p["#cf222e"] for p in pools)  # the pools' bars hide the red zeros
+
 
 def test_an_approve_with_long_serve_config_paths_fits_at_780_px(browser: tuple[ModuleType, Path],
                                                                tmp_path: Path) -> None:

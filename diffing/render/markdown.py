@@ -496,10 +496,12 @@ def _ways_out(r: ResourceReport, locate: Locate | None, edits: tuple[LineEdit, .
     return [*lines, ""]
 
 
-# The plan's picture: grey (free after), green (the rollout's pods), blue (held now), red (what
-# does not fit), in plot order; drawn over one another, the bars read as one stacked bar per pool.
+# The plan's picture: red (what does not fit), grey (free after), green (the rollout's pods), blue
+# (held now), in plot order; drawn over one another, the bars read as one stacked bar per pool.
+# Red goes first: mermaid draws a 0 as a thin bar (its axis starts a few pixels in), which the
+# pools' bars then cover.
 POOL_PALETTE = ('%%{init: {"themeVariables": {"xyChart": '
-                '{"plotColorPalette": "#8c959f, #2da44e, #54aeff, #cf222e"}}}}%%')
+                '{"plotColorPalette": "#cf222e, #8c959f, #2da44e, #54aeff"}}}}%%')
 GIB = 1024 ** 3
 
 
@@ -526,7 +528,8 @@ def _pool_table(by_pool: dict[str, Any]) -> list[str]:
 def _pool_chart(plan: dict[str, Any] | None) -> list[str]:
     """The plan per node pool as one horizontal stacked bar each (mermaid's xychart draws a
     chart's bar series over one another, so the series go from the longest, the pool's total,
-    to the shortest): held now, the rollout's pods, free after; a last bar for what does not fit."""
+    to the shortest): held now, the rollout's pods, free after; a last category for what does
+    not fit, its series drawn first."""
     by_pool = (plan or {}).get("byPool")
     if not by_pool or not by_pool["pools"]:
         return []
@@ -544,13 +547,14 @@ def _pool_chart(plan: dict[str, Any] | None) -> list[str]:
     def series(values: list[Any]) -> str:
         return ", ".join(f"{float(v):g}" for v in values)
 
-    chart = ["<details><summary>Placement per node pool</summary>", "", "```mermaid", POOL_PALETTE,
+    palette = POOL_PALETTE if short else POOL_PALETTE.replace("#cf222e, ", "")
+    chart = ["<details><summary>Placement per node pool</summary>", "", "```mermaid", palette,
              "xychart-beta horizontal", f'  title "{name} per node pool, with the rollout placed"',
              f"  x-axis [{', '.join(json.dumps(label) for label in labels)}]",
-             f'  y-axis "{name}" 0 --> {top:g}', f"  bar [{series(total)}]", f"  bar [{series(taken)}]",
-             f"  bar [{series(used)}]"]
+             f'  y-axis "{name}" 0 --> {top:g}']
     if short:
         chart.append(f"  bar [{series(missing)}]")
+    chart += [f"  bar [{series(total)}]", f"  bar [{series(taken)}]", f"  bar [{series(used)}]"]
     legend = ("Blue: held now by the running pods (and the pods already Pending that go first). "
               "Green: the rollout's pods placed. Grey: free after.")
     if short:

@@ -73,9 +73,11 @@ def test_the_comment_tables_and_charts_the_plan_per_pool() -> None:
     assert table[3] == "| **does not fit** | | 4 | | |"
     assert not any(line.startswith("|") for line in _placement(plan, compact=True))
     chart = "\n".join(_pool_chart(plan))
-    # drawn over one another, longest first: total, held + placed, held; then what fits nowhere
+    # drawn over one another: what fits nowhere first (its 0 is covered), then the longest
+    # first: total, held + placed, held
     assert 'x-axis ["a100-pool (a2-highgpu-8g)", "does not fit"]' in chart
-    assert re.findall(r"  bar \[(.*)\]", chart) == ["24, 0", "18, 0", "14, 0", "0, 4"]
+    assert re.findall(r"  bar \[(.*)\]", chart) == ["0, 4", "24, 0", "18, 0", "14, 0"]
+    assert '"plotColorPalette": "#cf222e, #8c959f, #2da44e, #54aeff"' in chart
     assert 'y-axis "nvidia.com/gpu" 0 --> 25' in chart and "xychart-beta horizontal" in chart
     assert "Red: what the pods that fit nowhere ask." in chart
 
@@ -86,6 +88,7 @@ def test_memory_is_pictured_in_gib() -> None:
          "free": 23.5 * 2 ** 30}]}}
     chart = "\n".join(_pool_chart(plan))
     assert re.findall(r"  bar \[(.*)\]", chart) == ["32", "8.5", "8"] and "Red" not in chart
+    assert '"plotColorPalette": "#8c959f, #2da44e, #54aeff"' in chart
     assert 'y-axis "memory (GiB)" 0 --> 33' in chart
 
 
