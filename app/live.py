@@ -20,6 +20,10 @@ and the worker pods per ``ray.io/group``, groups no longer in the spec included 
 the headroom as for a RayService. A RayCluster that is not running gets only the headroom. A
 RayJob gets only the headroom: each run builds a new RayCluster, so nothing of it runs to compare.
 
+Every one of them also gets the node and pod lists (read once per request, whenever an object of
+the change makes pods) for the placement plan (docs/placement.md), and, when labelled
+``kueue.x-k8s.io/queue-name``, the LocalQueues of its namespace and the ClusterQueues.
+
 The functions taking nodes and pods are pure; only :func:`read_live_basis` and
 :func:`live_basis_for` do I/O, through :class:`app.clients.kubernetes.KubeReader`.
 
@@ -485,13 +489,14 @@ def _rayservice_basis(reader: RequestReader, rs: Obj, namespace: str, name: str,
 
 
 def _raycluster_basis(reader: RequestReader, rc: Obj, namespace: str, name: str,
-                      room: dict[str, Any]) -> diffing.LiveCluster:
+                      room: dict[str, Any], nodes_pods: diffing.live.NodesAndPods | None = None
+                      ) -> diffing.LiveCluster:
     head_hash, head_version, group_pods = cluster_pod_facts(reader.cluster_pods(namespace), name)
     spec = rc.get("spec")
     return diffing.LiveCluster(
         active_cluster=name, worker_replicas=worker_replicas(rc), headroom=room or None,
         head_hash=head_hash, head_kuberay_version=head_version, group_pods=group_pods,
-        cluster_spec=dict(spec) if isinstance(spec, Mapping) else {})
+        cluster_spec=dict(spec) if isinstance(spec, Mapping) else {}, cluster=nodes_pods)
 
 
 def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping[str, Obj] | None = None,
@@ -503,7 +508,7 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
     ``headroom`` (e.g. from ``--headroom``) wins over the measured value for the same resource.
     Reads per namespace at most one list of RayServices, one of RayClusters and (for a standalone
     RayCluster, unless the all-namespace pod list was read for the headroom) one of its pods;
-    plus nodes and pods once when an accelerator is involved (:class:`RequestReader`).
+    plus nodes and pods once when an object makes pods (:class:`RequestReader`).
     """
     reader = RequestReader(client)
     targets = targets or {}
@@ -517,13 +522,14 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
             live[key] = (kind, namespace, name, reader.get_raycluster(namespace, name))
         elif kind == "RayJob":
             live[key] = (kind, namespace, name, None)  # only its target's pods matter: the headroom
-    wants_nodes = any(
-        _accelerators(pod_requests(spec), extra)
-        for key, (*_, obj) in live.items() for shape in (targets.get(key), obj) if shape
-        for _, spec in pod_templates(shape))
+    # Nodes and pods for any object of the change that makes pods (the placement plan of whatever
+    # rollout adds some, cpu-only ones included; the headroom when an accelerator is involved):
+    # which rollout it is is known only after the analysis, and the lists are read once anyway.
+    wants_nodes = any(pod_templates(shape) for key, (*_, obj) in live.items()
+                      for shape in (targets.get(key), obj) if shape)
     nodes = reader.list_nodes() if wants_nodes else []
     pods = reader.list_active_pods() if wants_nodes else []
-    # The same two lists give the placement plan of a RayService's rollout (diffing.placement),
+    # The same two lists give the placement plan of a rollout (diffing.placement),
     # trimmed to what the plan reads: the basis may travel to a worker process.
     cluster = (trim_nodes(nodes), trim_pods(pods)) if wants_nodes else None
     out: dict[str, diffing.LiveCluster] = {}
@@ -534,19 +540,18 @@ def read_live_basis(client: KubeReader, keys: Iterable[str], *, targets: Mapping
         room: dict[str, Any] = dict(accelerator_headroom(shape, nodes, pods, extra)) if wants_nodes else {}
         room.update(headroom or {})
         queued = None
-        if kind == "RayService" and (_get(shape, "metadata", "labels") or {}).get(QUEUE_LABEL):
+        if (_get(shape, "metadata", "labels") or {}).get(QUEUE_LABEL):  # any of the three kinds
             queued = reader.kueue(namespace)
         if kind == "RayJob":
             if room or cluster is not None:  # nothing else of a RayJob is live; no entry without it
-                out[key] = diffing.LiveCluster(headroom=room or None, cluster=cluster)
+                out[key] = diffing.LiveCluster(headroom=room or None, cluster=cluster, kueue=queued)
         elif obj is None:
-            out[key] = diffing.LiveCluster(headroom=room or None,
-                                           cluster=cluster if kind == "RayService" else None, kueue=queued)
+            out[key] = diffing.LiveCluster(headroom=room or None, cluster=cluster, kueue=queued)
         elif kind == "RayService":
             basis = _rayservice_basis(reader, obj, namespace, name, room, kuberay_version, cluster)
             out[key] = replace(basis, kueue=queued)
         else:
-            out[key] = _raycluster_basis(reader, obj, namespace, name, room)
+            out[key] = replace(_raycluster_basis(reader, obj, namespace, name, room, cluster), kueue=queued)
     return out
 
 

@@ -114,6 +114,8 @@ def policy_setting(setting: str, what: str) -> WayOut:
 # The policy settings that release a hold, by what the hold is about; a hold gets only its own.
 NOT_APPLIED_SETTING = ("notApplied: warn", "changes the operator will not apply")
 RECREATE_SETTING = ("holdOnRecreate: never", "cluster recreations for lack of room")
+IN_PLACE_SETTING = ("holdOnRecreate: never", "rollouts for lack of room (cluster recreations and pods added "
+                    "in place alike)")
 ALWAYS_SETTING = ("holdOnRecreate: gpu-only", "cluster recreations the headroom covers (`always` holds "
                   "every one)")
 

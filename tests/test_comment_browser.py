@@ -6,7 +6,8 @@ replica-restart visible, the chart only for accelerators and with the known head
 the whole pull request's extra capacity before each environment's (production first), KubeRay's
 code cited by links to the upstream lines. The last render comments in headless chromium
 (GitHub-flavoured markdown, mermaid from the npm registry) at the width of a comment on
-github.com, 780 px: a hold, an approve and a change that reaches two environments, each checked
+github.com, 780 px: a hold, an approve, a change that reaches two environments and a plan per
+node pool (its bars measured: one stacked bar per pool), each checked
 for the chart as an SVG, the tables as tables and nothing wider than the comment (every table
 and code block measured: its content no wider than its box). They are skipped without chromium
 or npm.
@@ -310,6 +311,68 @@ def test_a_raycluster_comment_renders_in_a_browser(browser: tuple[ModuleType, Pa
     assert shots.overflow(dom) == []
     width, height = shots.png_size(png)
     assert width == 780 and height > 600 and png.stat().st_size > 20_000
+
+
+def test_the_placement_per_pool_renders_as_stacked_bars(browser: tuple[ModuleType, Path],
+                                                         tmp_path: Path) -> None:
+    """With a live basis the plan is pictured per node pool: one bar per pool, drawn over one
+    another (grey total, green held + the rollout's, blue held), so each reads as a stacked bar."""
+    from tests.diffing.placement.helpers import node, pod
+
+    shots, mermaid_js = browser
+    before, after = pair("gpu-image-bump")
+    nodes = [node("cpu-0", pool="cpu-pool"),
+             node("h100-0", pool="h100-pool", machine="a3-highgpu-8g", cpu="206", memory="1800Gi",
+                  extra={"nvidia.com/gpu": "8"}),
+             node("a100-0", pool="a100-pool", machine="a2-highgpu-8g", cpu="94", memory="1300Gi",
+                  extra={"nvidia.com/gpu": "8"})]
+    pods = [pod("busy", "h100-0", {"nvidia.com/gpu": "2"}), pod("full", "a100-0", {"nvidia.com/gpu": "6"})]
+    live = {k: diffing.LiveCluster(active_cluster="old", cluster=(nodes, pods))
+            for k in diffing.live_objects(after, "after")}
+    markdown = diffing.render_markdown(diffing.analyze(before, after, live=live))
+    png = tmp_path / "placement.png"
+    dom = shots.render(shots.comment_body(markdown), mermaid_js, png, tmp_path)
+
+    assert 'data-rendered="done"' in dom and shots.overflow(dom) == []
+    charts = re.findall(r'<pre class="mermaid"[^>]*>(.*?)</pre>', dom, re.DOTALL)
+    svg = next(c for c in charts if "per node pool" in c)
+    assert "<svg" in svg and "Syntax error" not in svg
+    assert "h100-pool (a3-highgpu-8g)" in svg and "a100-pool (a2-highgpu-8g)" in svg
+    rects = re.findall(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="[\d.]+" '
+                       r'fill="(#[0-9a-f]+)"', svg)
+    bars: dict[str, dict[str, float]] = {}
+    for x, y, width, colour in rects:
+        assert float(x) == float(rects[0][0])  # every bar starts at 0
+        bars.setdefault(y, {})[colour] = float(width)
+    h100, a100 = bars.values()  # h100 first: it takes the rollout's pod
+    # h100: 8 in all, 2 held + 4 placed, 2 held; a100: 8 in all, 6 held, nothing placed
+    unit = h100["#8c959f"] / 8
+
+    def widths(*units: int) -> tuple[Any, ...]:
+        return tuple(pytest.approx(n * unit, rel=0.05) for n in units)
+
+    assert (h100["#2da44e"], h100["#54aeff"]) == widths(6, 2)
+    assert (a100["#8c959f"], a100["#2da44e"], a100["#54aeff"]) == widths(8, 6, 6)
+    assert "<th>node pool</th>" in dom
+    assert shots.png_size(png)[0] == 780
+
+    # The h100 node busy too: the worker's 4 GPUs fit nowhere, a red bar of 4 below the pools,
+    # drawn first so that the pools' bars cover its zeros.
+    pods[0] = pod("busy", "h100-0", {"nvidia.com/gpu": "6"})
+    live = {k: diffing.LiveCluster(active_cluster="old", cluster=(nodes, pods))
+            for k in diffing.live_objects(after, "after")}
+    markdown = diffing.render_markdown(diffing.analyze(before, after, live=live))
+    dom = shots.render(shots.comment_body(markdown), mermaid_js, tmp_path / "short.png", tmp_path)
+    svg = next(c for c in re.findall(r'<pre class="mermaid"[^>]*>(.*?)</pre>', dom, re.DOTALL)
+               if "per node pool" in c)
+    assert "does not fit" in svg
+    bars = {}
+    for _x, y, width, colour in re.findall(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" '
+                                           r'height="[\d.]+" fill="(#[0-9a-f]+)"', svg):
+        bars.setdefault(y, {})[colour] = float(width)
+    *pools, short = bars.values()
+    assert short["#cf222e"] == pytest.approx(4 * unit, rel=0.05)
+    assert all(p["#8c959f"] > p["#cf222e"] for p in pools)  # the pools' bars hide the red zeros
 
 
 def test_an_approve_with_long_serve_config_paths_fits_at_780_px(browser: tuple[ModuleType, Path],

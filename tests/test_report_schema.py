@@ -85,4 +85,7 @@ def test_report_with_a_placement_plan_conforms() -> None:
     report = diffing.analyze(before, after, live=live).to_dict()
     plans = [r["capacity"]["placement"] for r in report["resources"] if "placement" in r["capacity"]]
     assert plans and plans[0]["fits"] is False and "addNodes" in plans[0]
+    assert plans[0]["byPool"]["resource"] == "nvidia.com/gpu" and plans[0]["byPool"]["notPlaced"] == 4
     assert errors(report) == []
+    plans[0]["byPool"]["pools"][0]["placed"] = -1  # the picture's numbers are checked too
+    assert errors(report)

@@ -49,11 +49,12 @@ class GroupPlan:
 
 
 class Plan:
-    __slots__ = ("nodes", "queued", "groups", "additions")
+    __slots__ = ("nodes", "queued", "groups", "additions", "by_pool")
 
     def __init__(self, nodes: int, queued: int, groups: list[GroupPlan],
-                 additions: list[dict[str, Any]]) -> None:
+                 additions: list[dict[str, Any]], by_pool: dict[str, Any] | None = None) -> None:
         self.nodes, self.queued, self.groups, self.additions = nodes, queued, groups, additions
+        self.by_pool = by_pool
 
     @property
     def fits(self) -> bool:
@@ -65,6 +66,8 @@ class Plan:
                                "groups": [g.as_dict() for g in self.groups]}
         if not self.fits:
             out["addNodes"] = self.additions
+        if self.by_pool is not None:
+            out["byPool"] = self.by_pool
         return out
 
 
@@ -311,6 +314,8 @@ def place(asks: Sequence[Ask], nodes: Sequence[Node], *, pending: Sequence[Ask] 
     state._spreading = any(a.spreads for a in [*pending, *asks])
     for ask in pending:
         _place(state, ask, None)
+    resource = charted(asks)
+    held = {id(n): n.allocatable.get(resource, 0) - n.free.get(resource, 0) for n in nodes}
     groups: dict[str, GroupPlan] = {}
     for ask in asks:
         groups.setdefault(ask.group, GroupPlan(ask.group, 0)).pods += ask.pods
@@ -323,7 +328,63 @@ def place(asks: Sequence[Ask], nodes: Sequence[Node], *, pending: Sequence[Ask] 
             unplaced.append((ask, ask.pods - placed))
             if plan.message is None:
                 plan.message = state.message(ask, note)
-    return Plan(len(nodes), sum(a.pods for a in pending), list(groups.values()), additions(unplaced, nodes))
+    return Plan(len(nodes), sum(a.pods for a in pending), list(groups.values()), additions(unplaced, nodes),
+                _by_pool(state, asks, resource, held, unplaced))
+
+
+MAX_POOLS = 8  # pools in the picture at most (those taking the rollout's pods first)
+
+
+def charted(asks: Sequence[Ask]) -> str:
+    """The resource the picture counts: the extended resource (an accelerator) the rollout asks
+    most of, else cpu."""
+    totals: dict[str, int] = {}
+    for a in asks:
+        for k, v in a.requests.items():
+            if "/" in k and v > 0:
+                totals[k] = totals.get(k, 0) + v * a.pods
+    return max(sorted(totals), key=lambda k: totals[k]) if totals else "cpu"
+
+
+def _amount(resource: str, value: int) -> int | float:
+    """Thousandths back to the resource's unit (cores, bytes, devices), whole when it is."""
+    value = max(value, 0)
+    whole, rest = divmod(value, 1000)
+    return whole if rest == 0 else round(value / 1000, 3)
+
+
+def _by_pool(state: _State, asks: Sequence[Ask], resource: str, held: Mapping[int, int],
+             unplaced: Sequence[tuple[Ask, int]]) -> dict[str, Any]:
+    """The plan per node pool for one resource (:func:`charted`): what the pool has, what its
+    running and queued-ahead pods hold, what the rollout's pods take, what is left; and what the
+    pods that found no node would ask. Pools whose nodes pass the filters that do not depend on
+    room (cordon, taints, affinity) for one of the rollout's pods, or that take one, and have some
+    of the resource."""
+    rows: dict[str, list[int]] = {}
+    for n in state.nodes:
+        alloc = n.allocatable.get(resource, 0)
+        if alloc <= 0:
+            continue
+        row = rows.setdefault(_pool(n), [0, 0, 0, 0, 0, 0])  # nodes, alloc, used, placed, free, eligible
+        now = alloc - n.free.get(resource, 0)
+        row[0] += 1
+        row[1] += alloc
+        row[2] += held[id(n)]
+        row[3] += now - held[id(n)]
+        row[4] += max(n.free.get(resource, 0), 0)
+        if not row[5] and any(state.static(a)[n.sig] is None for a in asks):
+            row[5] = 1
+    shown = sorted(((name, r) for name, r in rows.items() if r[3] > 0 or r[5]),
+                   key=lambda item: (-item[1][3], item[0]))
+    pools = [{"pool": name, "nodes": r[0], "allocatable": _amount(resource, r[1]),
+              "used": _amount(resource, r[2]), "placed": _amount(resource, r[3]),
+              "free": _amount(resource, r[4])}
+             for name, r in shown[:MAX_POOLS]]
+    short = sum(a.requests.get(resource, 0) * n for a, n in unplaced)
+    out: dict[str, Any] = {"resource": resource, "pools": pools, "notPlaced": _amount(resource, short)}
+    if len(shown) > MAX_POOLS:
+        out["morePools"] = len(shown) - MAX_POOLS
+    return out
 
 
 def additions(unplaced: Sequence[tuple[Ask, int]], nodes: Sequence[Node]) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ class Cause(StrEnum):
     VERSION_SKEW = "version-skew"
     LATENT = "latent"
     HEADROOM = "headroom"
+    PLACEMENT = "placement"                    # with the live nodes: pods that find no node
     REPLACEMENT = "replacement"                # a rename whose accelerators the headroom does not cover
     REPLACEMENT_POLICY = "replacement-policy"  # a rename held by holdOnRecreate: always
 
@@ -70,6 +71,10 @@ STEPS: dict[Cause, tuple[WayOut, ...]] = {
                                   "built later (`always` holds every one)"),),
     Cause.HEADROOM: (platform("free or add the capacity first, and say so: `--headroom` (the Action's "
                               "`headroom:` input) or the policy's `thresholds`"),),
+    Cause.PLACEMENT: (author("add fewer pods: lower the new replica counts to what the live nodes take (the "
+                             "placement says how many found a node)"),
+                      platform("make room on nodes the new pods may use (the placement names how many more "
+                               "nodes of which shape would take them)")),
     Cause.REPLACEMENT_POLICY: (policy_setting(*ALWAYS_SETTING),),
 }
 

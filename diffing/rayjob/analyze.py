@@ -20,9 +20,10 @@ from diffing.kube.gojson import ABSENT, TypeDesc, struct
 from diffing.kube.manifests import Manifest
 from diffing.kube.paths import Path
 from diffing.kube.schema import Schema, SchemaSet
-from diffing.kube.values import mapping
+from diffing.kube.values import dig, mapping
 from diffing.managed import external_manager
 from diffing.pipeline import Analysis, Target
+from diffing.placement import cost, kueue
 from diffing.rayjob import checks, rollout
 from diffing.rayjob.capacity import capacity_holds, job_amounts, job_asks
 from diffing.rayjob.rules import (
@@ -127,7 +128,25 @@ class RayJobAnalysis(Analysis):
             basis="manifest", extra=self.rendered, peak=dict(self.rendered),
             headroom=cap.render_amounts(self.known, accelerators, keep_zero=True, units=units)
             if self.known is not None else None,
-            phases=(("before", {}), ("after", self.rendered)) if self.extra else (), placement=plan)
+            phases=(("before", {}), ("after", self.rendered)) if self.extra else (), placement=plan,
+            kueue=self._queued(), cost=self._cost())
+
+    def _queued(self) -> dict[str, Any] | None:
+        """Kueue's answer for the run's cluster (a RayJob labelled ``kueue.x-k8s.io/queue-name``;
+        docs/placement.md): reported, not held on (a job waiting for quota is what a queue is for)."""
+        live = self.live
+        if live is None or live.kueue is None or not self.extra or self.a_def is None:
+            return None
+        labels = dig(self.a_def, "metadata").get("labels")
+        return kueue.admission({"metadata": {"namespace": self.key[0], "labels": labels}}, self.extra,
+                               *live.kueue)
+
+    def _cost(self) -> dict[str, Any] | None:
+        """What the run's cluster costs per hour while it runs (the policy's cost.prices)."""
+        if not self.policy.prices or not self.extra:
+            return None
+        return {"currency": self.policy.currency,
+                "runPerHour": round(float(cost.per_hour(self.extra, self.policy.prices)), 2)}
 
     # 5. findings
     def check(self) -> Iterator[Finding]:

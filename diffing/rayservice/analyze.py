@@ -29,6 +29,7 @@ from diffing.rayservice.capacity import (
     capacity_holds,
     cost_holds,
     estimate_capacity,
+    in_place_holds,
     kueue_holds,
     placement_holds,
     render,
@@ -190,6 +191,12 @@ class RayServiceAnalysis(Analysis):
                 if known is None:
                     return "no headroom is known"
                 return f"the known headroom ({render(known, self.policy, extra) or 'none'}) does not cover it"
+        if self.rollout == Rollout.CLUSTER_IN_PLACE:
+            # with the live nodes, the pods the update adds must fit; without them nothing holds
+            holds = in_place_holds(self.policy, plan)
+            hold.extend(holds)
+            if holds:
+                return "the pods the update adds do not fit on the live nodes"
         if self.created_beside_deleted(extra):
             known = self.known
             holds = capacity_holds(self.policy, extra, known, who="the new RayService",
@@ -218,6 +225,8 @@ class RayServiceAnalysis(Analysis):
                 return True
             if plan is not None:
                 return bool(placement_holds(self.policy, plan))
+        if self.rollout == Rollout.CLUSTER_IN_PLACE:
+            return bool(in_place_holds(self.policy, plan))
         return bool(capacity_holds(self.policy, self.capacity.extra, self.known))
 
     def ignore_entry(self) -> dict[str, Any]:

@@ -210,6 +210,17 @@ def placement_holds(policy: Policy, plan: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def in_place_holds(policy: Policy, plan: Mapping[str, Any] | None) -> list[str]:
+    """The hold on pods an in-place update adds (appended groups, more replicas) that the live
+    nodes cannot take: they would stay Pending while the old pods serve. ``holdOnRecreate: never``
+    (no hold for lack of room) releases it; ``always`` does not add one (nothing is recreated)."""
+    if plan is None or policy.hold_on_recreate == "never":
+        return []
+    return [f"{g['unplaced']} of {g['pods']} pod(s) the update adds to {_who(g['group'])} cannot be placed "
+            f"on the live nodes, they would stay Pending: {g['message']}{add_nodes(plan)}"
+            for g in plan.get("groups") or [] if g.get("unplaced")]
+
+
 def kueue_holds(policy: Policy, queued: Mapping[str, Any] | None) -> list[str]:
     """The hold when Kueue will not admit the new cluster next to the old one."""
     if queued is None or queued.get("admitted") or policy.hold_on_recreate == "never":

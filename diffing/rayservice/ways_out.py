@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from diffing.hints import Any
 from diffing.holds import (
     ALWAYS_SETTING,
+    IN_PLACE_SETTING,
     NOT_APPLIED_SETTING,
     RECREATE_SETTING,
     approve,
@@ -86,10 +87,22 @@ def next_steps(*, rollout: str, cause: str, strategy: str, changes: Sequence[Cha
     gpus = {k: v for k, v in extra.items() if is_accelerator(k) and isinstance(v, int) and v > 0}
     if rollout in (Rollout.NEW_CLUSTER, Rollout.INCREMENTAL) and capacity_held:
         steps.extend(_second_cluster(rollout, strategy, changes, gpus, hold_on_recreate, declared))
+    if rollout == Rollout.CLUSTER_IN_PLACE and capacity_held:
+        steps.extend(_in_place(gpus))
     if rollout == Rollout.CREATE and replacing and extra and capacity_held:
         steps.extend([policy_setting(*ALWAYS_SETTING)] if hold_on_recreate == "always" else
                      replacement_steps(gpus, declared) if gpus else [policy_setting(*RECREATE_SETTING)])
     return (approve(steps, confirm), *steps)
+
+
+def _in_place(gpus: Mapping[str, int]) -> list[WayOut]:
+    """An in-place update held because the pods it adds do not fit on the live nodes."""
+    what = ", ".join(f"{v} {k}" for k, v in gpus.items()) or "the pods it adds"
+    return [author("add fewer pods: lower the appended group's `replicas` (or the new replica count) to what "
+                   "the live nodes take (the placement above says how many found a node)"),
+            platform(f"make room for {what} on nodes the pods may use (the placement names how many more "
+                     "nodes of which shape would take them)"),
+            policy_setting(*IN_PLACE_SETTING)]
 
 
 def _second_cluster(rollout: str, strategy: str, changes: Sequence[Change], gpus: Mapping[str, int],

@@ -496,11 +496,78 @@ def _ways_out(r: ResourceReport, locate: Locate | None, edits: tuple[LineEdit, .
     return [*lines, ""]
 
 
-def _placement(plan: dict[str, Any] | None) -> list[str]:
+# The plan's picture: red (what does not fit), grey (free after), green (the rollout's pods), blue
+# (held now), in plot order; drawn over one another, the bars read as one stacked bar per pool.
+# Red goes first: mermaid draws a 0 as a thin bar (its axis starts a few pixels in), which the
+# pools' bars then cover.
+POOL_PALETTE = ('%%{init: {"themeVariables": {"xyChart": '
+                '{"plotColorPalette": "#cf222e, #8c959f, #2da44e, #54aeff"}}}}%%')
+GIB = 1024 ** 3
+
+
+def _pool_unit(resource: str) -> tuple[str, float]:
+    """How the picture counts ``resource``: memory in GiB, the rest in its own unit."""
+    return (f"{resource} (GiB)", GIB) if resource == "memory" else (resource, 1)
+
+
+def _pool_table(by_pool: dict[str, Any]) -> list[str]:
+    """Per node pool: held now, the rollout's pods, free after, the pool's total; then what does
+    not fit. One resource (``byPool.resource``)."""
+    name, scale = _pool_unit(by_pool["resource"])
+    lines = [f"| node pool | {name} in use | the rollout's pods | free after | of |", "|---|---|---|---|---|"]
+    for p in by_pool["pools"]:
+        lines.append(f"| {_cell(p['pool'])} <sub>({p['nodes']} node(s))</sub> | {p['used'] / scale:g} "
+                     f"| {p['placed'] / scale:g} | {p['free'] / scale:g} | {p['allocatable'] / scale:g} |")
+    if by_pool.get("morePools"):
+        lines.append(f"| {by_pool['morePools']} more pool(s) | | | | |")
+    if by_pool["notPlaced"]:
+        lines.append(f"| **does not fit** | | {by_pool['notPlaced'] / scale:g} | | |")
+    return [*lines, ""]
+
+
+def _pool_chart(plan: dict[str, Any] | None) -> list[str]:
+    """The plan per node pool as one horizontal stacked bar each (mermaid's xychart draws a
+    chart's bar series over one another, so the series go from the longest, the pool's total,
+    to the shortest): held now, the rollout's pods, free after; a last category for what does
+    not fit, its series drawn first."""
+    by_pool = (plan or {}).get("byPool")
+    if not by_pool or not by_pool["pools"]:
+        return []
+    name, scale = _pool_unit(by_pool["resource"])
+    pools = by_pool["pools"]
+    short = by_pool["notPlaced"] / scale
+    labels = [p["pool"] for p in pools] + (["does not fit"] if short else [])
+    total = [p["allocatable"] / scale for p in pools] + ([0] if short else [])
+    taken = [(p["used"] + p["placed"]) / scale for p in pools] + ([0] if short else [])
+    used = [p["used"] / scale for p in pools] + ([0] if short else [])
+    missing = [0.0 for _ in pools] + ([short] if short else [])
+    top = max([*total, *taken, short]) or 1
+    top = int(top) + 1 if top >= 1 else top * 1.2
+
+    def series(values: list[Any]) -> str:
+        return ", ".join(f"{float(v):g}" for v in values)
+
+    palette = POOL_PALETTE if short else POOL_PALETTE.replace("#cf222e, ", "")
+    chart = ["<details><summary>Placement per node pool</summary>", "", "```mermaid", palette,
+             "xychart-beta horizontal", f'  title "{name} per node pool, with the rollout placed"',
+             f"  x-axis [{', '.join(json.dumps(label) for label in labels)}]",
+             f'  y-axis "{name}" 0 --> {top:g}']
+    if short:
+        chart.append(f"  bar [{series(missing)}]")
+    chart += [f"  bar [{series(total)}]", f"  bar [{series(taken)}]", f"  bar [{series(used)}]"]
+    legend = ("Blue: held now by the running pods (and the pods already Pending that go first). "
+              "Green: the rollout's pods placed. Grey: free after.")
+    if short:
+        legend += " Red: what the pods that fit nowhere ask."
+    return chart + ["```", "", legend, "", "</details>", ""]
+
+
+def _placement(plan: dict[str, Any] | None, compact: bool = False) -> list[str]:
     """The placement plan's lines (docs/placement.md): fits, or per group the scheduler's message,
-    and the nodes that would make it fit."""
+    and the nodes that would make it fit; then, unless compact, the plan per node pool."""
     if plan is None:
         return []
+    table = [] if compact or not (plan.get("byPool") or {}).get("pools") else _pool_table(plan["byPool"])
     ahead = f", after {plan['queuedAhead']} pod(s) already Pending" if plan["queuedAhead"] else ""
     where = f"{plan['pods']} new pod(s) on the {plan['nodes']} live node(s){ahead}"
     if plan["fits"]:
@@ -509,7 +576,7 @@ def _placement(plan: dict[str, Any] | None) -> list[str]:
             for pool, n in g["pools"].items():
                 pools[pool] = pools.get(pool, 0) + n
         spread = ", ".join(f"{n} on {pool}" for pool, n in sorted(pools.items()))
-        return [f"**Placement:** fits: {where} ({spread})", ""]
+        return [f"**Placement:** fits: {where} ({spread})", "", *table]
     lines = [f"**Placement:** does not fit: {where}", ""]
     for g in plan["groups"]:
         if g.get("unplaced"):
@@ -518,7 +585,7 @@ def _placement(plan: dict[str, Any] | None) -> list[str]:
     for a in plan.get("addNodes") or []:
         what = "all of them" if a["placesAll"] else f"{a['pods']} of them"
         lines.append(f"- {a['nodes']} more node(s) like {a['shape']} would take {what}")
-    return lines + [""]
+    return lines + ["", *table]
 
 
 def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate | None = None,
@@ -531,12 +598,16 @@ def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate |
     lines += [f"- {link_citations(reason)}" for reason in r.reasons] + [""]
     lines += _ways_out(r, locate, edits)
     lines += _capacity(r)
-    lines += _placement(r.capacity.placement)
+    lines += _placement(r.capacity.placement, compact)
     if r.capacity.cost is not None:
         priced, unit = r.capacity.cost, f" {r.capacity.cost['currency']}".rstrip()
-        window = (f"{priced['overlapPerHour']:g}{unit} per hour while both clusters run · "
-                  if "overlapPerHour" in priced else "")
-        lines += [f"**Cost:** {window}{priced['monthlyChange']:+g}{unit} per month after", ""]
+        parts = [f"{priced['overlapPerHour']:g}{unit} per hour while both clusters run"] \
+            if "overlapPerHour" in priced else []
+        if "runPerHour" in priced:
+            parts.append(f"{priced['runPerHour']:g}{unit} per hour while the run's cluster runs")
+        if "monthlyChange" in priced:
+            parts.append(f"{priced['monthlyChange']:+g}{unit} per month after")
+        lines += [f"**Cost:** {' · '.join(parts)}", ""]
     if r.capacity.kueue is not None:
         q = r.capacity.kueue
         said = (f"admitted in ClusterQueue {q.get('clusterQueue')}" if q["admitted"]
@@ -553,6 +624,7 @@ def _resource(r: ResourceReport, report: Report, compact: bool, locate: Locate |
     lines += _snippet(r)
     if not compact:
         lines += _chart(r)
+        lines += _pool_chart(r.capacity.placement)
     return lines
 
 

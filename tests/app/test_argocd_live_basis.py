@@ -156,14 +156,17 @@ def test_read_live_basis_finds_active_cluster_by_label_without_status() -> None:
     assert reader.calls == ["list rayservices ml", "nodes", "pods", "list rayclusters ml"]
 
 
-def test_read_live_basis_user_headroom_wins_and_skips_nodes_for_cpu_only() -> None:
+def test_read_live_basis_user_headroom_wins_and_cpu_only_reads_nodes_for_the_plan() -> None:
+    # A cpu-only RayService: no accelerator headroom is measured (the user's stands), but the
+    # nodes and pods are read, once each, for the placement plan (docs/placement.md).
     base = s.sample()
     worker(base)["containers"][0]["resources"] = {}
     live = s.live_state(s.target_state(base, "app"), active="sd-1")
     reader = FakeReader(s.Kubernetes([live], [s.raycluster(live, "sd-1")]))
     basis = read_live_basis(reader, ["ml/stable-diffusion"], headroom={"cpu": "8"})  # type: ignore[arg-type]
     assert basis["ml/stable-diffusion"].headroom == {"cpu": "8"}
-    assert "nodes" not in reader.calls and "pods" not in reader.calls
+    assert reader.calls.count("nodes") == 1 and reader.calls.count("pods") == 1
+    assert basis["ml/stable-diffusion"].cluster is not None
 
 
 def test_read_live_basis_target_spec_chooses_nodes() -> None:
@@ -196,7 +199,8 @@ def test_read_live_basis_reads_each_namespace_once_and_bounds_namespaces() -> No
 
 def test_read_live_basis_standalone_rayclusters_read_two_lists_per_namespace() -> None:
     """250 standalone RayClusters and 50 RayServices over 3 namespaces, CPU only: one RayCluster
-    list, one RayService list and one pod list per namespace; the bound counts pod lists too."""
+    list and one RayService list per namespace, the nodes and the pods once (for the placement
+    plan; the RayClusters' pods come from that list); the bound counts namespaces."""
     cpu_rs = s.target_state(s.sample(), "app")
     for spec in [cpu_rs["spec"]["rayClusterConfig"]["headGroupSpec"]] + \
             cpu_rs["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
@@ -215,10 +219,44 @@ def test_read_live_basis_standalone_rayclusters_read_two_lists_per_namespace() -
     basis = read_live_basis(reader, keys, targets=targets)  # type: ignore[arg-type]
     assert len(basis) == 125 + 50  # absent RayClusters without a target have nothing to say
     assert sorted(reader.calls) == sorted(
-        [f"list {kind} ns-{i}" for i in range(3) for kind in ("rayclusters", "rayservices", "pods")])
+        ["nodes", "pods"] + [f"list {kind} ns-{i}" for i in range(3)
+                             for kind in ("rayclusters", "rayservices")])
     rc4 = basis["RayCluster/ns-1/rc-4"]
     assert (rc4.active_cluster, dict(rc4.worker_replicas), dict(rc4.group_pods), rc4.head_hash) == (
         "rc-4", {"w": 0}, {"gone": 1, "w": 1}, "H")
     with pytest.raises(KubernetesError, match="more than 16 namespaces"):
         many = [f"RayCluster/ns-{i}/rc" for i in range(17)]
         read_live_basis(FakeReader(s.Kubernetes()), many)  # type: ignore[arg-type]
+
+
+class KueueReader(FakeReader):
+    """Kueue installed: one ClusterQueue list, the LocalQueues per namespace."""
+
+    def list_kueue(self, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        self.calls.append(f"kueue {plural} {namespace or ''}".rstrip())
+        if plural == "clusterqueues":
+            return [{"metadata": {"name": "cq"}, "spec": {}}]
+        return [{"metadata": {"name": "team", "namespace": namespace}, "spec": {"clusterQueue": "cq"}}]
+
+
+def test_read_live_basis_reads_kueue_for_a_labelled_raycluster_and_rayjob() -> None:
+    """A RayCluster and a RayJob labelled kueue.x-k8s.io/queue-name get the queues as a
+    RayService does (docs/placement.md): one ClusterQueue list, one LocalQueue list per namespace."""
+    label = {"kueue.x-k8s.io/queue-name": "team"}
+    rc = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+          "metadata": {"name": "rc", "namespace": "ns-a", "labels": label},
+          "spec": {"workerGroupSpecs": [{"groupName": "w", "replicas": 1}]}}
+    head = {"template": {"spec": {"containers": [{"name": "h"}]}}}
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+           "metadata": {"name": "job", "namespace": "ns-a", "labels": label},
+           "spec": {"rayClusterSpec": {"headGroupSpec": head}}}
+    plain = {**job, "metadata": {"name": "other", "namespace": "ns-b"}}
+    reader = KueueReader(s.Kubernetes(rayservices=[], rayclusters=[rc], pods=[], nodes=[]))
+    targets = {"RayCluster/ns-a/rc": rc, "RayJob/ns-a/job": job, "RayJob/ns-b/other": plain}
+    basis = read_live_basis(reader, list(targets), targets=targets)  # type: ignore[arg-type]
+    for key in ("RayCluster/ns-a/rc", "RayJob/ns-a/job"):
+        queued = basis[key].kueue
+        assert queued is not None and [q["metadata"]["name"] for q in queued[1]] == ["cq"]
+    assert basis["RayJob/ns-b/other"].kueue is None  # no label: no queue read for it
+    kueue_calls = [c for c in reader.calls if c.startswith("kueue")]
+    assert kueue_calls == ["kueue clusterqueues", "kueue localqueues ns-a"]

@@ -226,7 +226,11 @@ def test_github_flow_comment_shows_the_placement(kubeconfig: Any) -> None:
                                  AnalysisOptions(live_enabled=True, timeout=30)))
     plan = report.to_dict()["resources"][0]["capacity"]["placement"]
     assert plan["fits"] is True and "addNodes" not in plan
-    assert "**Placement:** fits: 4 new pod(s) on the 1 live node(s)" in render_markdown(report)
+    text = render_markdown(report)
+    assert "**Placement:** fits: 4 new pod(s) on the 1 live node(s)" in text
+    # the picture per node pool: the GPU node's 8, 3 held by the old cluster, the 3 new workers' 3
+    assert "| `node gpu-node` <sub>(1 node(s))</sub> | 3 | 3 | 2 | 8 |" in text
+    assert "<summary>Placement per node pool</summary>" in text
 
 
 def _queued(used_gpus: str) -> s.Kubernetes:

@@ -166,10 +166,11 @@ def test_raycluster_live_basis_reads_head_hash_replicas_and_orphaned_groups(kube
         head_hash=HASH, head_kuberay_version="v1.7.0",
         group_pods={"old-group": 2, "workers": 3},  # old-group is no longer in the spec: orphans
         cluster_spec=live["spec"])}
-    # One RayCluster list and one pod list (label ray.io/cluster) for the namespace: nothing else.
+    # One RayCluster list for the namespace; the nodes and the active pods once, for the
+    # placement plan (docs/placement.md); the cluster's pods come from that list: nothing else.
     assert kube.requests == [
-        f"/apis/ray.io/v1/namespaces/{NS}/rayclusters",
-        f"/api/v1/namespaces/{NS}/pods?{ACTIVE_PODS}&labelSelector=ray.io/cluster&limit=500"]
+        f"/apis/ray.io/v1/namespaces/{NS}/rayclusters", "/api/v1/nodes?limit=500",
+        f"/api/v1/pods?{ACTIVE_PODS}&limit=500"]
 
 
 def test_raycluster_absent_from_the_cluster_has_no_live_state(kubeconfig: Any,
@@ -184,7 +185,9 @@ def test_raycluster_absent_from_the_cluster_has_no_live_state(kubeconfig: Any,
     (call,) = analyze_calls
     assert call["live"] == {KEY: diffing.LiveCluster()}  # read, and not there: it is created
     assert call["live"][KEY].cluster_spec is None and call["live"][KEY].head_hash is None
-    assert kube.requests == [f"/apis/ray.io/v1/namespaces/{NS}/rayclusters"]  # no pods to look at
+    assert call["live"][KEY].cluster is not None  # the nodes and pods, for the plan of its creation
+    assert kube.requests == [f"/apis/ray.io/v1/namespaces/{NS}/rayclusters", "/api/v1/nodes?limit=500",
+                             f"/api/v1/pods?{ACTIVE_PODS}&limit=500"]
 
 
 def test_raycluster_and_rayservice_share_the_namespace_reads(kubeconfig: Any) -> None:
@@ -253,8 +256,8 @@ def test_http_analyze_reads_the_raycluster_live(kubeconfig: Any, tmp_path: Path,
     assert (live.head_hash, dict(live.group_pods), dict(live.worker_replicas)) == (
         HASH, {"old-group": 2, "workers": 3}, {"workers": 3})
     assert kube.requests == [
-        f"/apis/ray.io/v1/namespaces/{NS}/rayclusters",
-        f"/api/v1/namespaces/{NS}/pods?{ACTIVE_PODS}&labelSelector=ray.io/cluster&limit=500"]
+        f"/apis/ray.io/v1/namespaces/{NS}/rayclusters", "/api/v1/nodes?limit=500",
+        f"/api/v1/pods?{ACTIVE_PODS}&limit=500"]
 
 
 def test_http_managed_resources_with_a_raycluster_item(analysis_service: Any) -> None:
@@ -305,13 +308,14 @@ def test_presync_reads_rayclusters_and_rayjobs_from_argocd_and_the_cluster_live(
     assert (f"{KEY}; running (replicas workers=3; worker pods old-group=2, workers=3); head pod hash {HASH}, "
             "KubeRay v1.7.0") in out.err
     (call,) = analyze_calls
-    # neither the owned cluster nor the CPU-only RayJob (no accelerator: no headroom to read)
-    assert sorted(call["live"]) == [KEY]
+    # not the owned cluster; the CPU-only RayJob gets the nodes and pods for its run's plan
+    assert sorted(call["live"]) == [KEY, "RayJob/ml/rayjob-nightly"]
+    assert call["live"]["RayJob/ml/rayjob-nightly"].cluster is not None
     assert call["live"][KEY].cluster_spec == live["spec"]
     assert call["before_is_live"] is True
     assert kube.requests == [
-        f"/apis/ray.io/v1/namespaces/{NS}/rayclusters",
-        f"/api/v1/namespaces/{NS}/pods?{ACTIVE_PODS}&labelSelector=ray.io/cluster&limit=500"]
+        f"/apis/ray.io/v1/namespaces/{NS}/rayclusters", "/api/v1/nodes?limit=500",
+        f"/api/v1/pods?{ACTIVE_PODS}&limit=500"]
 
 
 def test_managed_resources_texts_keep_rayclusters_and_rayjobs() -> None:
