@@ -61,6 +61,20 @@ def _settings(github_url: str, key_file: Path) -> Any:
                          rollout_write_interval_seconds=0.0, rollout_watch=True)
 
 
+def _start_upgrade(kube: KubeStandin, standin: Any, sha: str) -> None:
+    """The operator prepares the new cluster llm-b; its head pod waits for a node, and the check
+    run says so."""
+    kube.put("rayservices", rayservice(2, name=NAME, ns=NS, active="llm-a", pending="llm-b"))
+    kube.put("pods", _pod("llm-b-head", "llm-b", "Pending"))
+    wait_for(lambda: "Pending" in (rollout_runs(standin, sha)[-1].get("output") or {}).get("summary", ""),
+             what="the Pending pod reported")
+
+
+def _finish_upgrade(kube: KubeStandin) -> None:
+    kube.put("pods", _pod("llm-b-head", "llm-b", "Running"))
+    kube.put("rayservices", rayservice(2, name=NAME, ns=NS, active="llm-b"))
+
+
 def _stored(kube: KubeStandin, plural: str) -> list[dict[str, Any]]:
     return [o for (p, ns, _), o in kube.objects.items() if p == plural and ns == HOME]
 
@@ -78,12 +92,8 @@ def test_merge_followed_on_the_cluster_to_a_success_as_predicted(
             # restart safety: the watch is recorded in a ConfigMap, the claim in a Lease
             wait_for(lambda: _stored(kube, "configmaps") and _stored(kube, "leases"), what="the watch record")
             time.sleep(0.3)  # the follower has seen the RayService as it was
-            kube.put("rayservices", rayservice(2, name=NAME, ns=NS, active="llm-a", pending="llm-b"))
-            kube.put("pods", _pod("llm-b-head", "llm-b", "Pending"))
-            wait_for(lambda: "Pending" in (rollout_runs(standin, repo["c1"])[-1].get("output") or {}).get(
-                "summary", ""), what="the Pending pod reported")
-            kube.put("pods", _pod("llm-b-head", "llm-b", "Running"))
-            kube.put("rayservices", rayservice(2, name=NAME, ns=NS, active="llm-b"))
+            _start_upgrade(kube, standin, repo["c1"])
+            _finish_upgrade(kube)
             run = wait_for(lambda: next((r for r in rollout_runs(standin, repo["c1"])
                                          if r.get("conclusion")), None), timeout=20, what="the conclusion")
     assert run["conclusion"] == "success", run
@@ -120,13 +130,9 @@ def test_a_restart_mid_rollout_resumes_from_the_cluster_and_finishes(kube: KubeS
             assert post_event(url, "push", push_event(repo["c0"], repo["c1"])).status_code == 202
             wait_for(lambda: rollout_runs(standin, repo["c1"]), what="the rollout check run")
             time.sleep(0.3)
-            kube.put("rayservices", rayservice(2, name=NAME, ns=NS, active="llm-a", pending="llm-b"))
-            kube.put("pods", _pod("llm-b-head", "llm-b", "Pending"))
-            wait_for(lambda: "Pending" in (rollout_runs(standin, repo["c1"])[-1].get("output") or {}).get(
-                "summary", ""), what="the Pending pod reported")
+            _start_upgrade(kube, standin, repo["c1"])
         # replica 1 is gone; the cluster finishes while nobody watches
-        kube.put("pods", _pod("llm-b-head", "llm-b", "Running"))
-        kube.put("rayservices", rayservice(2, name=NAME, ns=NS, active="llm-b"))
+        _finish_upgrade(kube)
         second = create_app(_settings(github_url, key_file), reporter_options={**fast, "holder": "replica-2"})
         with running_server(second):
             run = wait_for(lambda: next((r for r in rollout_runs(standin, repo["c1"])

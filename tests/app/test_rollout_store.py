@@ -177,14 +177,20 @@ def test_kube_parts_is_none_without_configuration(monkeypatch: pytest.MonkeyPatc
     assert kube_parts(load_settings()) is None
 
 
-def test_kube_parts_from_a_kubeconfig(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+def _kubeconfig(tmp_path: Any, token: str) -> Any:
+    """A kubeconfig naming an API server nobody answers on (kube_parts only builds its clients)."""
     config = tmp_path / "config"
     config.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
         "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
-        "users: [{name: u, user: {token: secret-token}}]\n"
+        f"users: [{{name: u, user: {{token: {token}}}}}]\n"
         "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
     )
+    return config
+
+
+def test_kube_parts_from_a_kubeconfig(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    config = _kubeconfig(tmp_path, "secret-token")
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(config))
     monkeypatch.setenv("POD_NAMESPACE", "ops")
@@ -275,13 +281,7 @@ def test_an_unreadable_watch_record_is_skipped(standin: tuple[KubeStandin, str])
 
 
 def test_kube_parts_counts_the_policys_accelerators(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    config = tmp_path / "config"
-    config.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
-        "users: [{name: u, user: {token: t}}]\n"
-        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
-    )
+    config = _kubeconfig(tmp_path, "t")
     policy = tmp_path / "policy.yaml"
     policy.write_text("accelerators: [example.com/fpga]\n")
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
