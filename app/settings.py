@@ -79,6 +79,7 @@ class Settings(BaseSettings):
     rollout_cluster_wide: bool = False  # one watch per kind for the whole cluster, not per namespace
     rollout_max_objects: int = Field(default=20_000, ge=1)  # objects cached by all watches
     rollout_max_watches: int = Field(default=50, ge=5)  # concurrent watch streams (5 per namespace)
+    rollout_retention_days: float = Field(default=7.0, gt=0)  # finished watch records kept this long
 
     @field_validator("kuberay_version")
     @classmethod

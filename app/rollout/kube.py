@@ -26,7 +26,8 @@ def kube_parts(settings: Settings) -> tuple[Store, Follower] | None:
         max_objects=settings.rollout_max_objects,
         max_watches=settings.rollout_max_watches,
     )
-    store = KubeStore(api, default_namespace(settings.rollout_namespace))
+    store = KubeStore(api, default_namespace(settings.rollout_namespace),
+                      retention_seconds=settings.rollout_retention_days * 86400.0)
     # The policy's extra accelerator resource names count as accelerators in what is observed, as
     # they do in the prediction (the policy's `accelerators`, docs/contract.md).
     accelerators = tuple(str(a) for a in ((settings.load_policy() or {}).get("accelerators") or ()))

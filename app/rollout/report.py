@@ -217,6 +217,9 @@ class RolloutReporter:
                 taken = await self.resume()
                 if taken:
                     log.info("rollout: resumed %d unfinished watches", taken)
+                prune = getattr(self.store, "prune", None)  # finished records past their retention
+                if prune is not None and (gone := await prune()):
+                    log.info("rollout: deleted %d finished watch records", gone)
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - the store unreachable: try again later

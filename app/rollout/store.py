@@ -14,6 +14,7 @@ whose ``renewTime + leaseDurationSeconds`` has passed may be taken over.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -34,6 +35,7 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "rayservice-impact"
 WATCH_LABEL = "rayservice-impact/rollout-watch"
 FINISHED_LABEL = "rayservice-impact/finished"
+FINISHED_AT = "rayservice-impact/finished-at"
 KEY_ANNOTATION = "rayservice-impact/watch-key"
 MAX_PAYLOAD = 900 * 1024  # a ConfigMap holds at most 1 MiB
 
@@ -138,10 +140,14 @@ def _epoch(text: Any) -> float | None:
 
 
 class KubeStore:
-    def __init__(self, api: KubeAPI, namespace: str, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, api: KubeAPI, namespace: str, *, clock: Callable[[], float] = time.time,
+                 retention_seconds: float = 7 * 86400.0, prune_interval: float = 3600.0) -> None:
         self.api = api
         self.namespace = namespace
         self.clock = clock
+        self.retention_seconds = retention_seconds
+        self.prune_interval = prune_interval
+        self._pruned = float("-inf")
 
     async def aclose(self) -> None:
         await self.api.aclose()
@@ -237,6 +243,7 @@ class KubeStore:
                 return
             meta = dict(cm.get("metadata") or {})
             meta["labels"] = dict(meta.get("labels") or {}, **{FINISHED_LABEL: "true"})
+            meta["annotations"] = dict(meta.get("annotations") or {}, **{FINISHED_AT: _micro(self.clock())})
             data = dict(
                 cm.get("data") or {}, final=json.dumps([observation_json(o) for o in final], sort_keys=True)
             )
@@ -246,6 +253,35 @@ class KubeStore:
             except Conflict:
                 continue
         raise KubeAPIError(f"the rollout watch {key} kept changing while being finished")
+
+    async def prune(self) -> int:
+        """Delete the ConfigMaps (and Leases) of watches finished more than ``retention_seconds``
+        ago; at most once per ``prune_interval`` (the reporter calls it on every rescan). A record
+        without a finish time counts from the watch's start. How many were deleted."""
+        now = self.clock()
+        if now - self._pruned < self.prune_interval:
+            return 0
+        self._pruned = now
+        items, _ = await self.api.list(
+            self._cm(), label_selector=f"{MANAGED_BY}={MANAGER},{WATCH_LABEL}=true,{FINISHED_LABEL}=true"
+        )
+        deleted = 0
+        for item in items:
+            meta = item.get("metadata") or {}
+            when = _epoch((meta.get("annotations") or {}).get(FINISHED_AT))
+            if when is None:
+                try:
+                    when = watch_from_json((item.get("data") or {})["watch"]).started
+                except (KeyError, ValueError, TypeError):
+                    when = None
+            if when is None or now - when < self.retention_seconds or not meta.get("name"):
+                continue
+            with contextlib.suppress(KubeAPIError):  # gone already, or a 404 Lease
+                await self.api.delete(self._lease(meta["name"]))
+            with contextlib.suppress(KubeAPIError):
+                await self.api.delete(self._cm(meta["name"]))
+                deleted += 1
+        return deleted
 
     async def load_memories(self, key: str) -> dict[str, Any]:
         """What the follower of ``key`` remembered (first sight, peaks), by target key."""

@@ -291,3 +291,33 @@ def test_kube_parts_counts_the_policys_accelerators(monkeypatch: pytest.MonkeyPa
     store, follower = parts
     assert isinstance(follower, KubeFollower) and follower.accelerators == ("example.com/fpga",)
     asyncio.run(store.api.aclose())  # type: ignore[attr-defined]
+
+
+def test_finished_records_are_deleted_after_their_retention(standin: tuple[KubeStandin, str]) -> None:
+    server, url = standin
+    now = [time.time()]
+    day = 86400.0
+
+    async def body() -> list[int]:
+        api = KubeAPI(url)
+        store = KubeStore(api, HOME, clock=lambda: now[0], retention_seconds=7 * day, prune_interval=3600)
+        try:
+            old, recent, running = (a_watch(f"github:o/r@{sha}") for sha in ("aaaa", "bbbb", "cccc"))
+            for w in (old, recent, running):
+                assert await store.add(w) and await store.claim(w.key, "replica-1", 60)
+            await store.finish(old.key, ())
+            now[0] += 3 * day
+            await store.finish(recent.key, ())
+            now[0] += 5 * day  # old finished 8 days ago, recent 5, running never
+            first = await store.prune()
+            again = await store.prune()  # within the interval: nothing is listed
+            now[0] += 3 * day  # recent is past its week now
+            third = await store.prune()
+            return [first, again, third]
+        finally:
+            await api.aclose()
+
+    assert asyncio.run(body()) == [1, 0, 1]
+    names = {k[2] for k in server.objects if k[0] in ("configmaps", "leases") and k[1] == HOME}
+    assert names == {object_name("github:o/r@cccc")}  # the unfinished watch keeps its ConfigMap and Lease
+    assert server.list_requests  # it listed (and only finished ones: the selector names them)
