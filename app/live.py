@@ -58,6 +58,7 @@ from diffing.kinds import KINDS
 from diffing.kube import resources as cap
 from diffing.kube.manifests import Texts
 from diffing.kube.quantity import Quantity, QuantityError
+from diffing.placement import filters
 from diffing.placement.kueue import QUEUE_LABEL
 from diffing.record import replace
 from diffing.versions import DEFAULT
@@ -91,38 +92,9 @@ def _get(obj: Any, *path: str) -> Any:
 
 
 def tolerates(toleration: Obj, taint: Obj) -> bool:
-    """``v1.Toleration.ToleratesTaint``."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    key = toleration.get("key") or ""
-    if not key:
-        return operator == "Exists"
-    if key != taint.get("key"):
-        return False
-    return operator == "Exists" or (toleration.get("value") or "") == (taint.get("value") or "")
-
-
-def _matches_expression(expr: Obj, labels: Mapping[str, str]) -> bool:
-    key, op, values = expr.get("key"), expr.get("operator"), list(expr.get("values") or [])
-    present = key in labels
-    value = labels.get(str(key), "")
-    if op == "In":
-        return present and value in values
-    if op == "NotIn":
-        return not present or value not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and values:
-        try:
-            a, b = int(value), int(values[0])
-        except ValueError:
-            return False
-        return a > b if op == "Gt" else a < b
-    return False
+    """``v1.Toleration.ToleratesTaint``: the placement plan's own rule, for a taint object."""
+    return filters.tolerates(toleration, str(taint.get("key") or ""), str(taint.get("value") or ""),
+                             str(taint.get("effect") or ""))
 
 
 def _matches_term(term: Obj, node: Obj) -> bool:
@@ -131,8 +103,8 @@ def _matches_term(term: Obj, node: Obj) -> bool:
         return False
     labels = _get(node, "metadata", "labels") or {}
     name = {"metadata.name": _get(node, "metadata", "name") or ""}
-    return (all(_matches_expression(e, labels) for e in exprs)
-            and all(_matches_expression(f, name) for f in fields))
+    return (all(filters.matches_expression(e, labels) for e in exprs)
+            and all(filters.matches_expression(f, name) for f in fields))
 
 
 def is_node_ready(node: Obj) -> bool:

@@ -98,6 +98,7 @@ class KubeAPI:
         cert = (cfg.cert_file, cfg.key_file) if cfg.cert_file and cfg.key_file else None
         token = (cfg.api_key or {}).get("authorization") or (cfg.api_key or {}).get("BearerToken")
         token_file = TOKEN_FILE if conn.source.startswith("in-cluster") and TOKEN_FILE.is_file() else None
+        conn.api.close()  # only its configuration is kept: this client speaks httpx
         return cls(cfg.host, token=token, token_file=token_file, verify=verify, cert=cert, timeout=timeout)
 
     def _headers(self) -> dict[str, str]:

@@ -52,8 +52,9 @@ class LogSink:
 
 
 def default_holder() -> str:
-    """This replica's name in claims: the pod's hostname and the process id."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This replica's name in claims: the pod (``POD_NAME`` from the downward API, else the
+    hostname, which Kubernetes sets to it) and the process id."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}:{os.getpid()}"
 
 
 class RolloutReporter:

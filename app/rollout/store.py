@@ -20,7 +20,6 @@ import json
 import logging
 import math
 import os
-import socket
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -46,10 +45,6 @@ def object_name(key: str) -> str:
 
 def default_namespace(configured: str) -> str:
     return os.environ.get("POD_NAMESPACE") or configured
-
-
-def default_holder() -> str:
-    return os.environ.get("POD_NAME") or socket.gethostname()
 
 
 def _target_json(t: Target) -> dict[str, Any]:

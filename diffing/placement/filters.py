@@ -40,7 +40,8 @@ def tolerates(toleration: Mapping[str, Any], key: str, value: str, effect: str) 
     return op == "Equal" and str(toleration.get("value") or "") == value
 
 
-def _expression(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+def matches_expression(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """One ``NodeSelectorRequirement`` / ``LabelSelectorRequirement`` against ``labels``."""
     key, op = str(expr.get("key")), expr.get("operator")
     values = [str(v) for v in expr.get("values") or []]
     present = key in labels
@@ -66,8 +67,8 @@ def _term(term: Mapping[str, Any], node: Node) -> bool:
     if not exprs and not fields:
         return False  # an empty term matches no node (nodeaffinity.NewNodeSelector)
     names = {"metadata.name": node.name}
-    return (all(isinstance(e, Mapping) and _expression(e, node.labels) for e in exprs)
-            and all(isinstance(f, Mapping) and _expression(f, names) for f in fields))
+    return (all(isinstance(e, Mapping) and matches_expression(e, node.labels) for e in exprs)
+            and all(isinstance(f, Mapping) and matches_expression(f, names) for f in fields))
 
 
 def static_reason(ask: Ask, node: Node) -> str | None:
@@ -116,4 +117,4 @@ def selects(selector: Any, labels: Mapping[str, str]) -> bool:
         if labels.get(str(k)) != str(v):
             return False
     exprs = selector.get("matchExpressions") or []
-    return all(isinstance(e, Mapping) and _expression(e, labels) for e in exprs)
+    return all(isinstance(e, Mapping) and matches_expression(e, labels) for e in exprs)
