@@ -88,7 +88,7 @@ def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterabl
     for disc in (disc_b, disc_h):
         for note in disc.notes:
             # A file an affected root reads fails that root's render instead.
-            read = any(not rid.startswith("file:") for rid in readers.get(note.file, ()))
+            read = not note.always and any(not rid.startswith("file:") for rid in readers.get(note.file, ()))
             if note.file in paths and not any(n.path == note.file for n in out.notes) and not read:
                 out.notes.append(Finding(note.severity, note.code, note.file, note.why))
     operator = _operator_changes(base, head, paths)
@@ -130,6 +130,7 @@ def render_change(base: Snapshot | None, head: Snapshot | None, changed: Iterabl
             if failure is not None:
                 out.notes.append(failure)
                 continue
+            out.notes += _root_notes(main)
             lines = main.sources[0].type == "file" if main.sources else False
             if "base" in texts:
                 out.before.append(Source(main.label, texts["base"], lines, rb.namespace if rb else None))
@@ -183,7 +184,7 @@ class _Renderer:
     def _source(self, snap: Snapshot, root: Root, src: RenderSource) -> Future[str]:
         key = (src, self._digest(snap, root, src))
         if key not in self.cache:
-            self.runs += src.type in ("kustomize", "helm")
+            self.runs += src.type in ("kustomize", "helm", "flux-kustomize", "flux-helm")
             self.cache[key] = self.pool.submit(self._render, snap, src)
         return self.cache[key]
 
@@ -386,11 +387,36 @@ def _render_helm(snap: Snapshot, src: RenderSource, options: RenderOptions) -> s
                        options.limits)
 
 
+def _render_flux_kustomize(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
+    from .flux import render_flux_kustomization
+
+    return render_flux_kustomization(snap, src.path, src.flux, options.limits, renderer=options.kustomize)
+
+
+def _render_flux_helm(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
+    from .flux import post_render
+
+    return post_render(_render_helm(snap, src, options), src.flux, options.limits, options.kustomize)
+
+
+def _root_notes(root: Root) -> list[Finding]:
+    """Warnings about a rendered root: what it left unread on purpose, and a suspended Flux object."""
+    out = [Finding("warning", "not-rendered", root.label, why) for why in root.notes]
+    if root.suspended:
+        out.append(Finding("warning", "flux-suspended", root.label,
+                           "spec.suspend is true: Flux applies nothing new while it is suspended "
+                           "(kustomize-controller docs/spec/v1/kustomizations.md, Suspend); this is what it "
+                           "applies once resumed"))
+    return out
+
+
 _RENDER: dict[str, Callable[[Snapshot, RenderSource, RenderOptions], str]] = {
     "file": _render_plain_file,
     "directory": render_directory,
     "kustomize": _render_kustomize,
     "helm": _render_helm,
+    "flux-kustomize": _render_flux_kustomize,
+    "flux-helm": _render_flux_helm,
 }
 
 

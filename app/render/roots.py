@@ -5,6 +5,8 @@ A root is what Argo CD (or a person running kustomize/helm) renders as one unit:
 * an Argo CD ``Application`` of this repository: each of its sources whose ``path`` is a
   folder here, with the Application's own kustomize / Helm / directory options and its
   destination namespace;
+* a Flux ``Kustomization`` or ``HelmRelease`` whose source is this repository
+  (:mod:`.flux`, docs/flux.md);
 * else a kustomization that no other kustomization includes, a Helm chart that is not
   another chart's dependency, and a plain YAML file outside all of these.
 
@@ -93,6 +95,7 @@ class RenderSource:
     kustomize: KustomizeOptions | None = None
     helm: HelmOptions | None = None
     directory: DirectoryOptions | None = None
+    flux: Any = None    # app.render.flux.FluxKustomize / FluxPostRender of a Flux root
 
 
 @dataclass(slots=True)
@@ -110,6 +113,9 @@ class Root:
                                   # (a remote base, a submodule): an ``unknown-source`` finding
     application: str = ""         # the Application that deploys it, as YAML: analysed with what it
                                   # renders, since its sync options change what KubeRay receives
+                                  # (a Flux Kustomization or HelmRelease likewise)
+    notes: list[str] = field(default_factory=list)  # warnings about its render (an optional source unread)
+    suspended: bool = False       # a suspended Flux object: nothing new is applied until it resumes
 
     def reads(self, path: str) -> bool:
         if path in self.read_files:
@@ -125,6 +131,7 @@ class Note:
     why: str
     severity: str = "warning"
     code: str = "not-rendered"
+    always: bool = False  # said even when a rendered root reads the file (a Flux object's source)
 
 
 @dataclass(slots=True)
@@ -600,6 +607,11 @@ def discover(snapshot: Snapshot, *, repo_url: str | None = None) -> Discovery:
             continue
         roots[root.id] = root
         covered |= {s.path for s in root.sources}
+    from . import flux  # Flux Kustomizations and HelmReleases (app/render/flux.py)
+
+    for root in flux.discover_flux(tree, info, repo_url, notes):
+        roots[root.id] = root
+        covered |= flux.covered_folders(tree, root)
     included = {d for k in info.values() for d in k.includes}
     for folder in sorted(tree.kustomizations):
         if folder in included or folder in covered:

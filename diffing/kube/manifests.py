@@ -256,12 +256,17 @@ def collect_all(texts: Texts, source: str, limits: Limits, others: dict[ObjectKe
     return found, apps, duplicates
 
 
+PLUMBING = frozenset({"Application", "ApplicationSet", "AppProject", "Kustomization", "HelmRelease",
+                      "GitRepository", "OCIRepository", "HelmRepository", "HelmChart", "Bucket"})
+
+
 def changed_others(before: dict[ObjectKey, Any], after: dict[ObjectKey, Any]) -> dict[str, int]:
     """How many objects of each other kind were added, removed or changed (``{"RayCluster": 1}``).
-    Argo CD's own objects (Applications, ApplicationSets) are the deployment's plumbing: left out."""
+    Argo CD's own objects (Applications, ApplicationSets) and Flux's (Kustomizations, HelmReleases
+    and their sources) are the deployment's plumbing: left out."""
     counts: dict[str, int] = {}
     for key in before.keys() | after.keys():
-        if key[0] in ("Application", "ApplicationSet", "AppProject"):
+        if key[0] in PLUMBING:
             continue
         if before.get(key) != after.get(key):
             counts[key[0]] = counts.get(key[0], 0) + 1

@@ -1,0 +1,724 @@
+"""Flux objects as render roots: a ``Kustomization`` and a ``HelmRelease`` of this repository,
+rendered as kustomize-controller and helm-controller render them (docs/flux.md).
+
+Upstream read (fluxcd/kustomize-controller 186fb3b, fluxcd/pkg e2cfd1a, fluxcd/helm-controller
+0f61a86):
+
+* kustomize-controller internal/controller/kustomization_controller.go:749 generates the
+  kustomization with fluxcd/pkg kustomize/kustomize_generator.go (``NewGenerator``, no ignore
+  filter): a folder without a kustomization file gets one listing every ``.yaml``/``.yml`` file
+  below it and every sub-folder that holds a kustomization file, which is not descended
+  (kustomize_generator.go:575-632); none at all gives the ``_placeholder`` namespace
+  (kustomize_generator.go:559-563). Then ``targetNamespace``, ``namePrefix``/``nameSuffix``,
+  ``patches``, ``components``, ``patchesStrategicMerge``/``patchesJson6902`` (v1beta2) and
+  ``images`` (merged into an entry of the same name) are written into it
+  (kustomize_generator.go:219-331).
+* kustomization_controller.go:815-829 then substitutes ``postBuild`` variables in every object
+  but those labelled or annotated ``kustomize.toolkit.fluxcd.io/substitute: disabled``
+  (fluxcd/pkg kustomize/kustomize_varsub.go:107): ``substituteFrom`` in order, ``substitute``
+  over them (kustomize_varsub.go:115-135), newlines removed from values; only ``${...}`` is an
+  expression and ``$$`` stands for ``$`` (fluxcd/pkg envsubst/parse/scan.go:190-230); an unset
+  variable is empty unless the controller runs with strict substitution (kustomize_varsub.go:199).
+* kustomization_controller.go:854 sets ``commonMetadata`` labels and annotations on every object
+  after the build.
+* helm-controller api/v2/helmrelease_types.go:1551 names the release ``[targetNamespace-]name``
+  unless ``releaseName`` is set, internal/release/name.go:35 shortens one over 53 characters;
+  fluxcd/pkg chartutil/values.go:233-255 merges ``valuesFrom`` in order (a ``targetPath`` sets one
+  value as ``--set`` would), ``values`` over them; internal/postrender/build.go:30 runs the
+  ``postRenderers`` kustomize patches and images over the chart's output.
+
+Nothing here is fetched: a source that is not this repository, a Secret, a chart from a Helm or
+OCI repository is an ``unknown-source`` finding that holds, as for Argo CD.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from diffing.errors import ManifestError
+from diffing.kube.loading import Limits, load_documents
+from diffing.kube.scope import api_group, may_hold
+
+from .kustomize import _link_or_copy, _load, _uses_helm_charts, find_tool, kustomize_command
+from .process import RenderError, RenderLimits, decode_utf8, run_tool
+from .roots import (
+    _MAX_DISCOVERY_FILE,
+    KUSTOMIZATION_FILES,
+    HelmOptions,
+    Note,
+    RenderSource,
+    Root,
+    _closure,
+    _Kustomization,
+    _load_docs,
+    _norm,
+    _outside_problem,
+    _Tree,
+    normalize_repo_url,
+)
+from .snapshot import Snapshot
+
+KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
+HELM_GROUP = "helm.toolkit.fluxcd.io"
+SOURCE_GROUP = "source.toolkit.fluxcd.io"
+FLUX_GROUPS = (KUSTOMIZE_GROUP, HELM_GROUP, SOURCE_GROUP)
+# The bootstrap GitRepository (``flux bootstrap`` writes it to clusters/<name>/flux-system/
+# gotk-sync.yaml): taken as this repository when no URL says otherwise (docs/flux.md).
+BOOTSTRAP = ("flux-system", "flux-system")
+SUBSTITUTE_KEY = "kustomize.toolkit.fluxcd.io/substitute"
+_VAR_NAME = re.compile(r"^[_A-Za-z][_A-Za-z0-9]*$")  # kustomize_varsub.go:41
+MAX_RELEASE_NAME = 53
+
+
+@dataclass(frozen=True, slots=True)
+class FluxKustomize:
+    """What a Flux Kustomization adds to the build of its ``spec.path`` (each list as JSON)."""
+
+    target_namespace: str | None = None
+    name_prefix: str | None = None
+    name_suffix: str | None = None
+    patches: tuple[str, ...] = ()
+    patches_strategic: tuple[str, ...] = ()
+    patches_json6902: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    components: tuple[str, ...] = ()
+    ignore_missing_components: bool = False
+    common_labels: tuple[tuple[str, str], ...] = ()
+    common_annotations: tuple[tuple[str, str], ...] = ()
+    post_build: bool = False
+    variables: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FluxPostRender:
+    """A HelmRelease's ``postRenderers[].kustomize`` (patches and images, as JSON)."""
+
+    patches: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+
+
+# -- discovery -----------------------------------------------------------------------------------
+
+def _meta(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = doc.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _spec(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = doc.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _seq(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+@dataclass(slots=True)
+class _FluxDocs:
+    kustomizations: list[tuple[str, Mapping[str, Any]]]
+    releases: list[tuple[str, Mapping[str, Any]]]
+    repositories: dict[tuple[str, str], tuple[str, Mapping[str, Any]]]  # (ns, name) -> (file, doc)
+
+
+def _flux_docs(tree: _Tree, notes: list[Note]) -> _FluxDocs:
+    """Every Flux object of the snapshot, recognised by its parsed apiVersion group and kind."""
+    out = _FluxDocs([], [], {})
+    chart_templates = tuple(f"{c}/templates/" if c else "templates/" for c in tree.charts)
+    for rel in tree.files:
+        if not rel.endswith((".yaml", ".yml", ".json")) or rel.startswith(chart_templates):
+            continue
+        data = tree.read(rel)
+        if data is None or not may_hold(data, *FLUX_GROUPS):
+            continue
+        try:
+            if len(data) > _MAX_DISCOVERY_FILE:
+                raise ManifestError(f"larger than {_MAX_DISCOVERY_FILE} bytes", source=rel)
+            docs = _load_docs(data, rel)
+        except ManifestError as exc:
+            notes.append(Note(rel, f"it may hold a Flux object and cannot be read: {exc.message}",
+                              "error", "render-failed"))
+            continue
+        for doc in docs:
+            if not isinstance(doc, Mapping):
+                continue
+            group, kind = api_group(doc), doc.get("kind")
+            if group == KUSTOMIZE_GROUP and kind == "Kustomization":
+                out.kustomizations.append((rel, doc))
+            elif group == HELM_GROUP and kind == "HelmRelease":
+                out.releases.append((rel, doc))
+            elif group == SOURCE_GROUP and kind == "GitRepository":
+                meta = _meta(doc)
+                key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+                out.repositories.setdefault(key, (rel, doc))
+    return out
+
+
+def _ours(docs: _FluxDocs, ref: Mapping[str, Any], namespace: str, repo_url: str | None
+          ) -> tuple[bool, str, str]:
+    """Whether a ``sourceRef`` is this repository: (ours, what it names, the GitRepository's file).
+    A GitRepository whose URL is this repository's; without a URL to compare, or when the
+    GitRepository is not in the snapshot, only the bootstrap ``flux-system/flux-system``."""
+    kind = str(ref.get("kind") or "")
+    name = str(ref.get("name") or "")
+    ns = str(ref.get("namespace") or namespace)
+    what = f"{kind or '?'} {ns}/{name}"
+    if kind != "GitRepository":
+        return False, what, ""
+    found = docs.repositories.get((ns, name))
+    if found is not None:
+        url = str(_spec(found[1]).get("url") or "")
+        what += f" ({url})" if url else ""
+        if repo_url is not None and url:
+            return normalize_repo_url(url) == normalize_repo_url(repo_url), what, found[0]
+        return (ns, name) == BOOTSTRAP, what, found[0]
+    return (ns, name) == BOOTSTRAP, what, ""
+
+
+def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in _mapping(value).items()))
+
+
+def _json(items: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(json.dumps(i, sort_keys=True) for i in items if isinstance(i, Mapping))
+
+
+def _configmap_data(tree: _Tree, namespace: str, name: str) -> tuple[str, dict[str, str]] | None:
+    """(file, data) of the ConfigMap ``namespace/name`` in the snapshot: one whose
+    ``metadata.namespace`` is ``namespace``, or that names none (docs/flux.md: a guess that the
+    overlay deploying it puts it there)."""
+    for rel in tree.files:
+        if not rel.endswith((".yaml", ".yml", ".json")):
+            continue
+        data = tree.read(rel)
+        if data is None or not may_hold(data, "ConfigMap") or not may_hold(data, name):
+            continue
+        try:
+            docs = _load_docs(data, rel)
+        except ManifestError:
+            continue
+        for doc in docs:
+            if not isinstance(doc, Mapping) or (doc.get("apiVersion"), doc.get("kind")) != ("v1",
+                                                                                              "ConfigMap"):
+                continue
+            meta = _meta(doc)
+            if str(meta.get("name") or "") != name or str(meta.get("namespace") or namespace) != namespace:
+                continue
+            return rel, {str(k): "" if v is None else str(v) for k, v in _mapping(doc.get("data")).items()}
+    return None
+
+
+def _manifest_folders(tree: _Tree, path: str) -> set[str]:
+    """The kustomization folders the generator lists as resources below ``path`` (the first one
+    down each branch; kustomize_generator.go:588-596)."""
+    prefix = f"{path}/" if path else ""
+    found = {f for f in tree.kustomizations if f != path and (f.startswith(prefix) if prefix else True)}
+    return {f for f in found if not any(o != f and f.startswith(o + "/") for o in found)}
+
+
+def _ks_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], repo_url: str | None,
+             info: Mapping[str, _Kustomization]) -> Root | None:
+    meta, spec = _meta(doc), _spec(doc)
+    name = str(meta.get("name") or "")
+    if not name:
+        return None
+    ns = str(meta.get("namespace") or "flux-system")
+    label = f"Kustomization {ns}/{name}"
+    root = Root(id=f"flux-ks:{ns}/{name}", label=label, sources=[], read_files={file},
+                application=json.dumps(doc, sort_keys=True), tool="flux")
+    ours, what, repo_file = _ours(docs, _mapping(spec.get("sourceRef")), ns, repo_url)
+    if not ours:
+        root.elsewhere = what
+        return root
+    if repo_file:
+        root.read_files.add(repo_file)
+    raw_path = str(spec.get("path") or "./")
+    path = _norm("", raw_path.lstrip("/") or ".")
+    if path is None or not tree.isdir(path):
+        root.problem = f"spec.path {raw_path!r} is not a folder of this repository"
+        return root
+    target_ns = spec.get("targetNamespace")
+    root.namespace = str(target_ns) if target_ns else None
+    problems, variables = _variables(tree, spec, ns, root)
+    post = _mapping(spec.get("postBuild"))
+    cmeta = _mapping(spec.get("commonMetadata"))
+    opts = FluxKustomize(
+        target_namespace=str(target_ns) if isinstance(target_ns, str) and target_ns else None,
+        name_prefix=str(spec["namePrefix"]) if isinstance(spec.get("namePrefix"), str) else None,
+        name_suffix=str(spec["nameSuffix"]) if isinstance(spec.get("nameSuffix"), str) else None,
+        patches=_json(_seq(spec.get("patches"))),
+        patches_strategic=tuple(json.dumps(p, sort_keys=True)
+                                for p in _seq(spec.get("patchesStrategicMerge"))),
+        patches_json6902=_json(_seq(spec.get("patchesJson6902"))),
+        images=_json(_seq(spec.get("images"))),
+        components=tuple(str(c) for c in _seq(spec.get("components")) if isinstance(c, str)),
+        ignore_missing_components=spec.get("ignoreMissingComponents") is True,
+        common_labels=_pairs(cmeta.get("labels")), common_annotations=_pairs(cmeta.get("annotations")),
+        post_build=bool(post), variables=variables)
+    root.sources.append(RenderSource("flux-kustomize", path, flux=opts))
+    reads = {path} if path not in tree.kustomizations else set()
+    for folder in ({path} if path in tree.kustomizations else _manifest_folders(tree, path)):
+        closure = _closure(tree, folder, info)
+        reads |= closure
+        if not root.problem and (outside := _outside_problem(tree, closure, info)):
+            root.problem, root.tool, root.unknown = outside, "kustomize", True
+    reads |= {d for c in opts.components if (d := _norm(path, c)) is not None}
+    root.read_dirs |= reads
+    if problems and not root.problem:
+        root.problem, root.unknown = "; ".join(problems), True
+    if spec.get("suspend") is True:
+        root.suspended = True
+    return root
+
+
+def _variables(tree: _Tree, spec: Mapping[str, Any], namespace: str, root: Root
+               ) -> tuple[list[str], tuple[tuple[str, str], ...]]:
+    """The postBuild variables as kustomize_varsub.go:153-185 loads them (``substituteFrom`` in
+    order, ``substitute`` over them), and what cannot be read here."""
+    post = _mapping(spec.get("postBuild"))
+    problems: list[str] = []
+    out: dict[str, str] = {}
+    for ref in _seq(post.get("substituteFrom")):
+        ref = _mapping(ref)
+        kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+        optional = ref.get("optional") is True
+        if kind == "ConfigMap":
+            found = _configmap_data(tree, namespace, name)
+            if found is not None:
+                root.read_files.add(found[0])
+                out.update({k: v.replace("\n", "") for k, v in found[1].items()})
+                continue
+            where = f"ConfigMap {namespace}/{name} is not in this repository"
+        else:
+            where = f"{kind or '?'} {namespace}/{name} is not read here (a Secret's data never is)"
+        if optional:
+            root.notes.append(f"postBuild.substituteFrom {where}; it is optional, so its variables are "
+                              "taken as unset (empty, or their ${var:=default})")
+            continue
+        problems.append(f"postBuild.substituteFrom {where}: the variables it sets are unknown, so what "
+                        "the Kustomization deploys is unknown")
+    for k, v in _mapping(post.get("substitute")).items():
+        out[str(k)] = str(v).replace("\n", "")
+    return problems, tuple(sorted(out.items()))
+
+
+def _release_name(doc: Mapping[str, Any]) -> str:
+    """helm-controller's release name: api/v2/helmrelease_types.go:1551, shortened as
+    internal/release/name.go:35 does (first 40 characters, '-', 12 of the name's SHA-256)."""
+    spec = _spec(doc)
+    name = str(spec.get("releaseName") or "")
+    if not name:
+        target = str(spec.get("targetNamespace") or "")
+        name = f"{target}-{_meta(doc).get('name')}" if target else str(_meta(doc).get("name") or "")
+    if len(name) <= MAX_RELEASE_NAME:
+        return name
+    return name[:MAX_RELEASE_NAME - 13] + "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
+
+
+def _hr_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], repo_url: str | None
+             ) -> Root | None:
+    meta, spec = _meta(doc), _spec(doc)
+    name = str(meta.get("name") or "")
+    if not name:
+        return None
+    ns = str(meta.get("namespace") or "default")
+    root = Root(id=f"flux-hr:{ns}/{name}", label=f"HelmRelease {ns}/{name}", sources=[], read_files={file},
+                application=json.dumps(doc, sort_keys=True), tool="flux")
+    if spec.get("chartRef") is not None:
+        ref = _mapping(spec.get("chartRef"))
+        root.elsewhere = f"chartRef {ref.get('kind') or '?'} {ref.get('namespace') or ns}/{ref.get('name')}"
+        return root
+    chart = _mapping(_mapping(spec.get("chart")).get("spec"))
+    ours, what, repo_file = _ours(docs, _mapping(chart.get("sourceRef")), ns, repo_url)
+    if not ours:
+        root.elsewhere = f"chart {chart.get('chart') or '?'} from {what}"
+        return root
+    if repo_file:
+        root.read_files.add(repo_file)
+    chart_path = _norm("", str(chart.get("chart") or "").lstrip("/") or ".")
+    if chart_path is None or chart_path not in tree.charts:
+        root.problem = f"spec.chart.spec.chart {chart.get('chart')!r} is not a chart folder of this repo"
+        return root
+    target_ns = str(spec.get("targetNamespace") or "") or ns
+    root.namespace = target_ns
+    value_files = []
+    problems = []
+    for raw in _seq(chart.get("valuesFiles")) or ([chart["valuesFile"]] if chart.get("valuesFile") else []):
+        target = _norm("", str(raw).lstrip("/"))
+        if target is None:
+            problems.append(f"valuesFiles {raw!r} leaves the repository")
+        else:
+            value_files.append(target)
+    merged: dict[str, Any] = {}
+    for ref in _seq(spec.get("valuesFrom")):
+        ref = _mapping(ref)
+        kind, rname = str(ref.get("kind") or ""), str(ref.get("name") or "")
+        key = str(ref.get("valuesKey") or "values.yaml")
+        optional = ref.get("optional") is True
+        found = _configmap_data(tree, ns, rname) if kind == "ConfigMap" else None
+        if found is None or key not in found[1]:
+            if kind != "ConfigMap":
+                where = f"{kind or '?'} {ns}/{rname} is not read here (a Secret's data never is)"
+            elif found is None:
+                where = f"ConfigMap {ns}/{rname} is not in this repository"
+            else:
+                where = f"ConfigMap {ns}/{rname} has no key {key!r}"
+            if optional:
+                root.notes.append(f"valuesFrom {where}; it is optional, so its values are left out")
+            else:
+                problems.append(f"valuesFrom {where}: the values it gives are unknown")
+            if found is not None:
+                root.read_files.add(found[0])
+            continue
+        root.read_files.add(found[0])
+        text = found[1][key]
+        try:
+            if ref.get("targetPath"):
+                _set_path(merged, str(ref["targetPath"]), text, literal=ref.get("literal") is True)
+            else:
+                loaded = yaml.safe_load(text) if text.strip() else {}
+                merged = merge_maps(merged, loaded if isinstance(loaded, dict) else {})
+        except (ValueError, yaml.YAMLError) as exc:
+            problems.append(f"valuesFrom ConfigMap {ns}/{rname}: {exc}")
+    if isinstance(spec.get("values"), Mapping):
+        merged = merge_maps(merged, dict(spec["values"]))
+    post = FluxPostRender(
+        patches=_json(p for r in _seq(spec.get("postRenderers")) for p in _seq(_mapping(_mapping(r).get(
+            "kustomize")).get("patches"))),
+        images=_json(i for r in _seq(spec.get("postRenderers")) for i in _seq(_mapping(_mapping(r).get(
+            "kustomize")).get("images"))))
+    helm = HelmOptions(release_name=_release_name(doc), namespace=target_ns, value_files=tuple(value_files),
+                       values=(yaml.safe_dump(merged),) if merged else ())
+    root.sources.append(RenderSource("flux-helm", chart_path, helm=helm, flux=post))
+    root.read_dirs.add(chart_path)
+    root.read_files |= set(value_files)
+    if problems:
+        root.problem, root.tool, root.unknown = "; ".join(problems), "flux", True
+    if spec.get("suspend") is True:
+        root.suspended = True
+    return root
+
+
+def merge_maps(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """``b`` over ``a``, maps merged deeply (fluxcd/pkg chartutil ``MergeMaps``)."""
+    out = dict(a)
+    for k, v in b.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = merge_maps(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+_PLAIN_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+
+
+def _set_path(values: dict[str, Any], path: str, text: str, *, literal: bool) -> None:
+    """A ``targetPath`` value as ``helm --set path=value`` types it (chartutil/values.go:259-272):
+    quoted or literal is a string, else true/false/null and integers are typed. Only a plain
+    dotted path is evaluated here; Helm's list and escape syntax is refused (ValueError)."""
+    if not _PLAIN_PATH.match(path):
+        raise ValueError(f"targetPath {path!r}: only a plain dotted path is evaluated here")
+    value: Any = text
+    if not literal:
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            value = text[1:-1]
+        elif text in ("true", "false"):
+            value = text == "true"
+        elif text == "null":
+            value = None
+        elif re.fullmatch(r"-?(0|[1-9][0-9]*)", text):
+            value = int(text)
+        elif any(c in text for c in ",[]{}="):
+            raise ValueError(f"targetPath {path!r}: a value with , [ ] {{ }} or = is not evaluated here")
+    keys = path.split(".")
+    node = values
+    for k in keys[:-1]:
+        if not isinstance(node.get(k), dict):
+            node[k] = {}
+        node = node[k]
+    node[keys[-1]] = value
+
+
+def discover_flux(tree: _Tree, info: Mapping[str, _Kustomization], repo_url: str | None,
+                  notes: list[Note]) -> list[Root]:
+    """The Flux Kustomizations and HelmReleases of the snapshot as roots; one that deploys only from
+    elsewhere is an ``unknown-source`` note on its file (what it deploys is not known here)."""
+    docs = _flux_docs(tree, notes)
+    out: list[Root] = []
+    made = [(f, _ks_root(tree, docs, f, d, repo_url, info)) for f, d in docs.kustomizations]
+    made += [(f, _hr_root(tree, docs, f, d, repo_url)) for f, d in docs.releases]
+    for file, root in made:
+        if root is None:
+            continue
+        if root.elsewhere:
+            notes.append(Note(file, f"{root.label} deploys {root.elsewhere}: not in this repository, so not "
+                                    "rendered; whether it holds RayServices, RayClusters or RayJobs is not "
+                                    "known here", "error", "unknown-source", always=True))
+            continue
+        out.append(root)
+    return out
+
+
+def covered_folders(tree: _Tree, root: Root) -> set[str]:
+    """The kustomization and chart folders a Flux root renders (not roots of their own)."""
+    out: set[str] = set()
+    for src in root.sources:
+        out.add(src.path)
+        if src.type == "flux-kustomize" and src.path not in tree.kustomizations:
+            out |= _manifest_folders(tree, src.path)
+    return out
+
+
+# -- envsubst ------------------------------------------------------------------------------------
+
+_DEFAULT_OPS = (":=", ":-", "=", "-")
+
+
+def substitute(text: str, variables: Mapping[str, str]) -> str:
+    """Flux's ``envsubst`` (not strict) on one object's YAML: ``${var}`` and the default forms
+    ``${var:=d}``, ``${var:-d}``, ``${var=d}``, ``${var-d}`` (all give ``d`` when the value is empty:
+    envsubst/funcs.go:74, template.go:132), ``$$`` for ``$``; ``$var`` is left as it is. The string
+    functions (``${#v}``, ``${v/a/b}``, ``${v:1:2}`` ...) are not evaluated here: ValueError."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != "$":
+            j = text.find("$", i)
+            j = n if j < 0 else j
+            out.append(text[i:j])
+            i = j
+            continue
+        nxt = text[i + 1] if i + 1 < n else ""
+        if nxt == "$":
+            out.append("$")
+            i += 2
+            continue
+        if nxt != "{":
+            out.append("$")
+            i += 1
+            continue
+        end = text.find("}", i + 2)
+        if end < 0:
+            raise ValueError(f"unclosed ${{ at offset {i}")
+        body = text[i + 2:end]
+        m = re.match(r"[A-Za-z0-9_]+", body)
+        if not m:
+            raise ValueError(f"${{{body}}}: not a variable expression evaluated here")
+        name, rest = m.group(0), body[m.end():]
+        value = variables.get(name, "")
+        if rest:
+            op = next((o for o in _DEFAULT_OPS if rest.startswith(o)), None)
+            if op is None or "$" in rest:
+                raise ValueError(f"${{{body}}}: only ${{var}} and its default forms are evaluated here")
+            value = value or rest[len(op):]
+        out.append(value)
+        i = end + 1
+    return "".join(out)
+
+
+# -- rendering -----------------------------------------------------------------------------------
+
+_OUTPUT_LIMITS = Limits(max_bytes=256 * 1024 * 1024, max_documents=100_000)
+
+
+def _flags(folder: str, root: str, tool: str) -> list[str]:
+    flags = ["--load-restrictor=LoadRestrictionsRootOnly"]
+    helm = find_tool("helm")
+    if helm and _uses_helm_charts(folder, root, tool):
+        flags += ["--enable-helm", f"--helm-command={helm}"]
+    return flags
+
+
+def _scan(top: str) -> list[str]:
+    """The generator's resource list for a folder without a kustomization file: every .yaml/.yml
+    file below it, and every sub-folder holding a kustomization file (not descended), in the
+    lexical walk order of Go's filepath.Walk (kustomize_generator.go:575-632)."""
+    found: list[str] = []
+
+    def visit(folder: str, rel: str) -> None:
+        for entry in sorted(os.listdir(folder)):
+            path = os.path.join(folder, entry)
+            inner = f"{rel}/{entry}" if rel else entry
+            if os.path.isdir(path) and not os.path.islink(path):
+                if entry == ".git":
+                    continue
+                if any(os.path.isfile(os.path.join(path, k)) for k in KUSTOMIZATION_FILES):
+                    found.append(f"./{inner}")
+                else:
+                    visit(path, inner)
+            elif entry.endswith((".yaml", ".yml")) and os.path.isfile(path):
+                found.append(f"./{inner}")
+
+    visit(top, "")
+    return found
+
+
+def generate(folder: str, opts: FluxKustomize) -> dict[str, Any]:
+    """The kustomization kustomize-controller builds ``folder`` with (kustomize_generator.go:162-347)."""
+    name = next((k for k in KUSTOMIZATION_FILES if os.path.isfile(os.path.join(folder, k))), None)
+    if name is not None:
+        with open(os.path.join(folder, name), "rb") as fh:
+            try:
+                doc = _load(fh.read(4 * 1024 * 1024 + 1), name) or {}
+            except ManifestError as exc:
+                raise RenderError("kustomize", f"{name}: {exc.message}") from None
+        if not isinstance(doc, dict):
+            raise RenderError("kustomize", f"{name}: not a mapping")
+        if not doc.get("resources"):
+            doc.setdefault("buildMetadata", ["originAnnotations"])
+    else:
+        resources = _scan(folder)
+        doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
+        if resources:
+            doc["resources"] = resources
+        else:
+            doc["namespace"] = "_placeholder"
+    if opts.target_namespace is not None:
+        doc["namespace"] = opts.target_namespace
+    if opts.name_prefix is not None:
+        doc["namePrefix"] = opts.name_prefix
+    if opts.name_suffix is not None:
+        doc["nameSuffix"] = opts.name_suffix
+    patches = _seq(doc.get("patches"))
+    for raw in opts.patches:
+        p = json.loads(raw)
+        patches.append({k: v for k, v in (("patch", p.get("patch")), ("target", p.get("target"))) if v})
+    if patches:
+        doc["patches"] = patches
+    components = _seq(doc.get("components"))
+    for comp in opts.components:
+        if comp.startswith("/") or "://" in comp:
+            raise RenderError("flux", f"component path {comp!r} must be local and relative")
+        if opts.ignore_missing_components and not os.path.exists(os.path.join(folder, comp)):
+            continue
+        components.append(comp)
+    if components:
+        doc["components"] = components
+    if opts.patches_strategic:
+        doc["patchesStrategicMerge"] = [*_seq(doc.get("patchesStrategicMerge")),
+                                        *(yaml.safe_dump(json.loads(p)) for p in opts.patches_strategic)]
+    if opts.patches_json6902:
+        doc["patchesJson6902"] = [*_seq(doc.get("patchesJson6902")), *(
+            {"target": json.loads(p).get("target"), "patch": json.dumps(json.loads(p).get("patch"))}
+            for p in opts.patches_json6902)]
+    images = _seq(doc.get("images"))
+    for raw in opts.images:
+        img = json.loads(raw)
+        same = next((i for i in images if isinstance(i, dict) and i.get("name") == img.get("name")), None)
+        if same is None:
+            images.append({k: img[k] for k in ("name", "newName", "newTag", "digest") if img.get(k)})
+            continue
+        if img.get("newName"):
+            same["newName"] = img["newName"]
+        if img.get("newTag") or img.get("digest"):  # kustomize_generator.go:319-322: one unit
+            same.pop("newTag", None)
+            same.pop("digest", None)
+            same.update({k: img[k] for k in ("newTag", "digest") if img.get(k)})
+    if images:
+        doc["images"] = images
+    return doc
+
+
+def _write_kustomization(folder: str, doc: Mapping[str, Any]) -> None:
+    for name in KUSTOMIZATION_FILES:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            os.unlink(path)  # hard links to the snapshot: never write through them
+    with open(os.path.join(folder, "kustomization.yaml"), "w", encoding="utf-8") as fh:
+        yaml.safe_dump(dict(doc), fh, sort_keys=False)
+
+
+def render_flux_kustomization(snapshot: Snapshot, folder: str, opts: FluxKustomize, limits: RenderLimits,
+                              *, renderer: str | None = None) -> str:
+    """What kustomize-controller applies for a Kustomization of ``folder``: generated kustomization,
+    real kustomize (root-only, no plugins), postBuild substitution, commonMetadata."""
+    tool, argv = kustomize_command(renderer)
+    with tempfile.TemporaryDirectory(prefix="rsi-flux-") as scratch:
+        copy = os.path.join(scratch, "repo")
+        shutil.copytree(snapshot.root, copy, symlinks=True, copy_function=_link_or_copy)
+        target = os.path.join(copy, folder) if folder else copy
+        _write_kustomization(target, generate(target, opts))
+        try:
+            text = decode_utf8(tool, run_tool(tool, [*argv, target, *_flags(target, copy, tool)], cwd=copy,
+                                              limits=limits))
+        except RenderError as exc:
+            raise RenderError(exc.tool, exc.message.replace(copy, snapshot.root)) from None
+    return after_build(text, opts)
+
+
+def after_build(text: str, opts: FluxKustomize) -> str:
+    """postBuild substitution (kustomization_controller.go:815) then commonMetadata (:854)."""
+    if not opts.post_build and not opts.common_labels and not opts.common_annotations:
+        return text
+    bad = [k for k, _ in opts.variables if not _VAR_NAME.match(k)]
+    if bad:
+        raise RenderError("flux", f"postBuild variable {bad[0]!r}: an invalid name (kustomize_varsub.go:41)")
+    variables = dict(opts.variables)
+    try:
+        docs = [d.value for d in load_documents(text, source="kustomize output", limits=_OUTPUT_LIMITS)
+                if d.value is not None]
+    except ManifestError as exc:
+        raise RenderError("flux", f"the build output cannot be read: {exc.message}") from None
+    out = []
+    for doc in docs:
+        if opts.post_build and variables and isinstance(doc, dict) and not _opted_out(doc):
+            raw = yaml.safe_dump(doc, sort_keys=False, width=1 << 30)
+            try:
+                doc = yaml.safe_load(substitute(raw, variables))
+            except (ValueError, yaml.YAMLError) as exc:
+                meta = _meta(doc)
+                raise RenderError("flux", f"post build failed for {doc.get('kind')} {meta.get('name')}: "
+                                          f"{exc}") from None
+        if isinstance(doc, dict) and (opts.common_labels or opts.common_annotations):
+            meta = dict(_meta(doc))
+            if opts.common_labels:
+                meta["labels"] = {**_mapping(meta.get("labels")), **dict(opts.common_labels)}
+            if opts.common_annotations:
+                meta["annotations"] = {**_mapping(meta.get("annotations")), **dict(opts.common_annotations)}
+            doc = {**doc, "metadata": meta}
+        out.append(doc)
+    return yaml.safe_dump_all(out, sort_keys=False, width=1 << 30)
+
+
+def _opted_out(doc: Mapping[str, Any]) -> bool:
+    meta = _meta(doc)
+    return any(_mapping(meta.get(k)).get(SUBSTITUTE_KEY) == "disabled" for k in ("labels", "annotations"))
+
+
+def post_render(text: str, post: FluxPostRender, limits: RenderLimits, renderer: str | None = None) -> str:
+    """A HelmRelease's ``postRenderers`` kustomize patches and images over the chart's output
+    (helm-controller internal/postrender/build.go:30), with real kustomize."""
+    if not post.patches and not post.images:
+        return text
+    tool, argv = kustomize_command(renderer)
+    with tempfile.TemporaryDirectory(prefix="rsi-fluxpost-") as scratch:
+        with open(os.path.join(scratch, "rendered.yaml"), "w", encoding="utf-8") as fh:
+            fh.write(text)
+        doc: dict[str, Any] = {"resources": ["rendered.yaml"]}
+        if post.patches:
+            doc["patches"] = [json.loads(p) for p in post.patches]
+        if post.images:
+            doc["images"] = [json.loads(i) for i in post.images]
+        _write_kustomization(scratch, doc)
+        try:
+            out = run_tool(tool, [*argv, scratch, "--load-restrictor=LoadRestrictionsRootOnly"], cwd=scratch,
+                           limits=limits)
+            return decode_utf8(tool, out)
+        except RenderError as exc:
+            message = exc.message.replace(scratch + os.sep, "")
+            raise RenderError(exc.tool, f"postRenderers: {message}") from None
