@@ -1,0 +1,174 @@
+"""Flux HelmReleases as roots, through the CLI on real git repositories and the real Helm path the
+Argo CD Helm sources use (the ``engine`` fixture: the helm-python-sdk child and a real helm binary).
+docs/flux.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from fluxrepo import SOURCE, helm_release, make_flux_repo
+from gitops import commit, edit_yaml, git, run, write
+
+from app.render.flux import _release_name, merge_maps
+
+CHART = "charts/ray-llm"
+TEMPLATE = """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: {{ .Release.Name }}
+  namespace: {{ .Release.Namespace }}
+spec:
+  rayVersion: "2.52.0"
+  enableInTreeAutoscaling: {{ .Values.autoscaling }}
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: "rayproject/ray:{{ .Values.tag }}"
+          resources:
+            limits: {cpu: "2", memory: 8Gi}
+            requests: {cpu: "2", memory: 8Gi}
+  workerGroupSpecs:
+  - groupName: gpu
+    replicas: {{ .Values.replicas }}
+    minReplicas: 1
+    maxReplicas: 4
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-worker
+          image: "rayproject/ray:{{ .Values.tag }}"
+          resources:
+            limits: {cpu: "4", memory: 16Gi, nvidia.com/gpu: {{ .Values.gpus }}}
+            requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: {{ .Values.gpus }}}
+"""
+RELEASE = "clusters/prod/ray-llm.yaml"
+VALUES_CM = "clusters/prod/ray-llm-values.yaml"
+
+
+def chart(repo: Path) -> None:
+    write(repo, f"{CHART}/Chart.yaml", {"apiVersion": "v2", "name": "ray-llm", "version": "0.1.0"})
+    write(repo, f"{CHART}/values.yaml", {"tag": "2.52.0", "gpus": 1, "replicas": 1, "autoscaling": False})
+    write(repo, f"{CHART}/templates/raycluster.yaml", TEMPLATE)
+
+
+def values_cm(**values: object) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "ray-llm-values", "namespace": "ray"},
+            "data": {"values.yaml": yaml.safe_dump(values)}}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = make_flux_repo(tmp_path)
+    chart(repo)
+    write(repo, VALUES_CM, values_cm(gpus=2))
+    write(repo, RELEASE, helm_release(
+        "ray-llm", "ray", {"chart": f"./{CHART}", "sourceRef": {**SOURCE, "namespace": "flux-system"}},
+        valuesFrom=[{"kind": "ConfigMap", "name": "ray-llm-values"}], values={"tag": "2.52.0"}))
+    commit(repo, "helm release")
+    return repo
+
+
+def head(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_values_from_a_configmap_change_the_rollout(repo: Path, engine: str, capsys) -> None:
+    base = head(repo)
+    write(repo, VALUES_CM, values_cm(gpus=4))
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    assert (r["kind"], r["namespace"], r["name"]) == ("RayCluster", "ray", "ray-llm")  # release name = name
+    assert r["source"] == "HelmRelease ray/ray-llm"
+    gpu = {(c["before"], c["after"]) for c in r["changes"] if "nvidia.com/gpu" in c["path"]}
+    assert gpu == {(2, 4)}  # the ConfigMap's 2 over the chart's 1, then 4
+    assert r["rollout"] == "latent"  # a RayCluster: only pods built later get it
+    assert code == 0
+
+
+def test_inline_values_win_over_values_from(repo: Path, engine: str, capsys) -> None:
+    base = head(repo)
+    edit_yaml(repo, RELEASE, lambda d: d["spec"]["values"].update(gpus=2))
+    write(repo, VALUES_CM, values_cm(gpus=4))
+    code, report = run(repo, base, commit(repo), capsys)
+    assert [r["changes"] for r in report["resources"]] == [[]] and code == 0
+
+
+def test_target_namespace_names_the_release_and_its_namespace(repo: Path, engine: str, capsys) -> None:
+    base = head(repo)
+    edit_yaml(repo, RELEASE, lambda d: d["spec"].update(targetNamespace="ray-prod"))
+    code, report = run(repo, base, commit(repo), capsys)
+    got = sorted((r["namespace"], r["name"], r["action"]) for r in report["resources"])
+    assert got == [("ray", "ray-llm", "deleted"), ("ray-prod", "ray-prod-ray-llm", "created")]
+    assert code == 3
+
+
+def test_post_renderer_image_is_applied(repo: Path, engine: str, capsys) -> None:
+    base = head(repo)
+    edit_yaml(repo, RELEASE, lambda d: d["spec"].update(postRenderers=[{"kustomize": {
+        "images": [{"name": "rayproject/ray", "newTag": "2.53.0"}]}}]))
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    assert {c["after"] for c in r["changes"] if c["path"].endswith(".image")} == {"rayproject/ray:2.53.0"}
+    assert code == 3
+
+
+def test_chart_from_a_helm_repository_is_an_unknown_source_hold(repo: Path, capsys) -> None:
+    base = head(repo)
+    write(repo, "clusters/prod/kuberay.yaml", helm_release(
+        "kuberay", "ray", {"chart": "ray-cluster", "version": "1.7.0",
+                           "sourceRef": {"kind": "HelmRepository", "name": "kuberay"}}))
+    code, report = run(repo, base, commit(repo), capsys)
+    [f] = report["findings"]
+    assert (code, f["severity"], f["code"], f["path"]) == (3, "error", "unknown-source",
+                                                           "clusters/prod/kuberay.yaml")
+    assert "HelmRepository ray/kuberay" in f["message"]
+
+
+def test_chart_ref_to_an_oci_repository_is_an_unknown_source_hold(repo: Path, capsys) -> None:
+    base = head(repo)
+    doc = helm_release("kuberay", "ray", chartRef={"kind": "OCIRepository", "name": "ray-charts"})
+    write(repo, "clusters/prod/kuberay.yaml", doc)
+    code, report = run(repo, base, commit(repo), capsys)
+    [f] = report["findings"]
+    assert (code, f["code"]) == (3, "unknown-source") and "OCIRepository ray/ray-charts" in f["message"]
+
+
+def test_values_from_a_secret_is_an_unknown_source_hold(repo: Path, capsys) -> None:
+    base = head(repo)
+    edit_yaml(repo, RELEASE, lambda d: d["spec"]["valuesFrom"].append({"kind": "Secret", "name": "creds"}))
+    code, report = run(repo, base, commit(repo), capsys)
+    [f] = report["findings"]
+    assert (code, f["code"], f["path"]) == (3, "unknown-source", "HelmRelease ray/ray-llm")
+    assert "Secret ray/creds" in f["message"] and report["resources"] == []
+
+
+def test_target_path_sets_one_value(repo: Path, engine: str, capsys) -> None:
+    base = head(repo)
+    cm = values_cm(gpus=2)
+    cm["data"]["tag"] = "2.53.0"  # type: ignore[index]
+    write(repo, VALUES_CM, cm)
+    edit_yaml(repo, RELEASE, lambda d: d["spec"].update(values={}, valuesFrom=[
+        {"kind": "ConfigMap", "name": "ray-llm-values"},
+        {"kind": "ConfigMap", "name": "ray-llm-values", "valuesKey": "tag", "targetPath": "tag"}]))
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    assert {c["after"] for c in r["changes"] if c["path"].endswith(".image")} == {"rayproject/ray:2.53.0"}
+
+
+def test_release_name_rules() -> None:
+    """helm-controller api/v2/helmrelease_types.go:1551 and internal/release/name.go:35."""
+    hr = {"metadata": {"name": "llm"}, "spec": {"targetNamespace": "prod"}}
+    assert _release_name(hr) == "prod-llm"
+    assert _release_name({"metadata": {"name": "llm"}, "spec": {"releaseName": "x"}}) == "x"
+    long = {"metadata": {"name": "n" * 60}, "spec": {}}
+    name = _release_name(long)
+    assert len(name) == 53 and name.startswith("n" * 40 + "-")
+    assert merge_maps({"a": {"b": 1, "c": 2}}, {"a": {"b": 3}}) == {"a": {"b": 3, "c": 2}}
