@@ -23,6 +23,8 @@ from functools import cached_property
 from diffing.engine import Engine
 from diffing.environments import rank as environment_rank
 from diffing.errors import ManifestError
+from diffing.flux import advice as flux_advice
+from diffing.flux import reason as flux_reason
 from diffing.hints import Any, ClassVar
 from diffing.holds import (
     NOT_APPLIED_HOLD,
@@ -74,7 +76,8 @@ from diffing.vocab import NO_OP, Action, Rollout
 class Target(Record):
     """One object to analyse: its two sides (``None``: absent) and what the caller knows."""
 
-    _fields = ("engine", "key", "before", "after", "headroom", "live", "argo_apps", "duplicates", "replacing")
+    _fields = ("engine", "key", "before", "after", "headroom", "live", "argo_apps", "duplicates", "replacing",
+               "flux")
 
     engine: Engine
     key: tuple[str, str]
@@ -85,11 +88,13 @@ class Target(Record):
     argo_apps: Sequence[Any]
     duplicates: Sequence[Duplicate]
     replacing: Sequence[str]  # the objects the same change deletes (:func:`replaced_by`)
+    flux: Mapping[str, Any] | None  # the Flux Kustomization / HelmRelease that deploys it, if any
 
     def __init__(self, engine: Engine, key: tuple[str, str], before: Manifest | None,
                  after: Manifest | None, headroom: Mapping[str, Fraction] | None = None,
                  live: LiveCluster | None = None, argo_apps: Sequence[Any] = (),
-                 duplicates: Sequence[Duplicate] = (), replacing: Sequence[str] = ()) -> None:
+                 duplicates: Sequence[Duplicate] = (), replacing: Sequence[str] = (),
+                 flux: Mapping[str, Any] | None = None) -> None:
         set_field(self, "engine", engine)
         set_field(self, "key", key)
         set_field(self, "before", before)
@@ -99,6 +104,7 @@ class Target(Record):
         set_field(self, "argo_apps", argo_apps)
         set_field(self, "duplicates", duplicates)
         set_field(self, "replacing", replacing)
+        set_field(self, "flux", flux)
 
 
 class Analysis:
@@ -158,6 +164,8 @@ class Analysis:
         a.findings.sort(key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
         if a.action != Action.UNCHANGED:  # nothing is applied, whatever the manifest says
             a.decide()
+        if a.decision == IGNORE and t.flux is not None:  # Flux's advice, not Argo CD's (diffing/flux.py)
+            a.reasons = [flux_reason(t.flux) if r.startswith("Git is fighting") else r for r in a.reasons]
         if a.decision == HOLD:
             a.steps = by_actor(a.ways_out())
         return a.report()
@@ -329,11 +337,13 @@ class Analysis:
 
     def report(self) -> ResourceReport:
         assert self.capacity is not None
+        flux = self.target.flux if self.decision == IGNORE else None
         return ResourceReport(
             api_version=self.main.api_version, namespace=self.key[0], name=self.key[1],
             action=self.action, rollout=self.rollout, decision=self.decision, reasons=tuple(self.reasons),
             changes=tuple(self.changes), capacity=self.capacity, findings=tuple(self.findings),
-            ignore_differences=(self.ignore_entry(),) if self.decision == IGNORE else (),
+            ignore_differences=(self.ignore_entry(),) if self.decision == IGNORE and not flux else (),
+            drift=flux_advice(flux, self.kind, self.key[0], self.key[1], self.main.obj) if flux else None,
             source=self.main.where(), origin=self.main.source, strategy=self.strategy,
             headline=self.headline, ways_out=self.steps, kind=self.kind)
 
@@ -397,8 +407,10 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
     engine = Engine(rules, pol, crd_schemas(crd) if crd else None, before_is_live=before_is_live)
     b_others: dict[ObjectKey, Any] = {}
     a_others: dict[ObjectKey, Any] = {}
-    befores, _, b_dups = collect_all(before_text, sources[0], lim, b_others)
-    afters, apps, a_dups = collect_all(after_text, sources[1], lim, a_others)
+    b_flux: dict[str, Any] = {}
+    a_flux: dict[str, Any] = {}
+    befores, _, b_dups = collect_all(before_text, sources[0], lim, b_others, b_flux)
+    afters, apps, a_dups = collect_all(after_text, sources[1], lim, a_others, a_flux)
     not_analysed = changed_others(b_others, a_others)
     deleted = replaced_by(befores, afters)
     resources = []
@@ -407,8 +419,11 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
         dups = [d for d in (a_dups if ident in afters else b_dups) if d.key == ident]
         before, after = befores.get(ident), afters.get(ident)
         replacing = deleted if before is None else ()
+        main = after or before
+        assert main is not None
+        deployer = (a_flux if after is not None else b_flux).get(main.source)
         target = Target(engine, key, before, after, headroom=room, live=(live or {}).get(live_key(ident)),
-                        argo_apps=apps, duplicates=dups, replacing=replacing)
+                        argo_apps=apps, duplicates=dups, replacing=replacing, flux=deployer)
         resources.append(BY_NAME[kind].analysis.run(target))
     general = tuple(sorted((weigh_note(n, pol) for n in notes),
                            key=lambda f: SEVERITY_ORDER.get(f.severity, 3)))
@@ -492,7 +507,9 @@ def summarize(decision: str, resources: list[ResourceReport], general: Sequence[
                      f"{human('memory', extra.get('memory', '0'))} memory extra, no accelerators")
     if decision == HOLD and focus.headline:
         parts.append(focus.headline)
-    if focus.decision == IGNORE:
+    if focus.decision == IGNORE and focus.drift is not None:
+        parts.append("Git fights the autoscaler: see the Flux advice")
+    elif focus.decision == IGNORE:
         parts.append("Git fights the autoscaler: ignore these fields in Argo CD")
     elif len(parts) == 1:
         why = next((r for r in focus.reasons if not r.startswith("strategy:")), "")

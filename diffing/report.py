@@ -137,7 +137,7 @@ class Capacity(Record):
 class ResourceReport(Record):
     __slots__ = ("api_version", "namespace", "name", "action", "rollout", "decision", "reasons", "changes",
                  "capacity", "findings", "ignore_differences", "source", "origin", "strategy", "headline",
-                 "ways_out", "kind")
+                 "ways_out", "kind", "drift")
 
     api_version: str
     namespace: str
@@ -156,12 +156,14 @@ class ResourceReport(Record):
     headline: str
     ways_out: tuple[WayOut, ...]  # the ways out of a hold: the reviewer's, the author's, the platform's
     kind: str
+    drift: dict[str, Any] | None  # Flux's advice in place of ignore_differences (diffing/flux.py)
 
     def __init__(self, api_version: str, namespace: str, name: str, action: str, rollout: str,
                  decision: str, reasons: tuple[str, ...], changes: tuple[Change, ...], capacity: Capacity,
                  findings: tuple[Finding, ...], ignore_differences: tuple[dict[str, Any], ...] = (),
                  source: str = "", origin: str = "", strategy: str = "", headline: str = "",
-                 ways_out: tuple[WayOut, ...] = (), kind: str = "RayService") -> None:
+                 ways_out: tuple[WayOut, ...] = (), kind: str = "RayService",
+                 drift: dict[str, Any] | None = None) -> None:
         set_field(self, "api_version", api_version)
         set_field(self, "namespace", namespace)
         set_field(self, "name", name)
@@ -179,6 +181,7 @@ class ResourceReport(Record):
         set_field(self, "headline", headline)
         set_field(self, "ways_out", ways_out)
         set_field(self, "kind", kind)
+        set_field(self, "drift", drift)
 
     @property
     def next_steps(self) -> tuple[str, ...]:
@@ -186,7 +189,7 @@ class ResourceReport(Record):
         return tuple(w.text for w in self.ways_out)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
             "name": self.name, "source": self.origin, "action": str(self.action),
             "rollout": str(self.rollout),
@@ -197,6 +200,9 @@ class ResourceReport(Record):
             "ignoreDifferences": [dict(x) for x in self.ignore_differences],
             "nextSteps": list(self.next_steps),
         }
+        if self.drift is not None:  # only for an object Flux deploys: Argo CD reports stay as they were
+            out["driftAdvice"] = self.drift
+        return out
 
 
 class Report(Record):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from diffing.errors import ManifestError
+from diffing.flux import is_deployer
 from diffing.hints import Any
 from diffing.kinds import NAMES, ORDER
 from diffing.kube.loading import Document, Limits, load_documents
@@ -168,12 +169,17 @@ def _other_key(value: Any, namespace: str | None) -> ObjectKey | None:
 
 
 def collect(text: str, source: str, limits: Limits, *, lines: bool = True, namespace: str | None = None,
-            others: dict[ObjectKey, Any] | None = None) -> tuple[dict[Ident, Manifest], list[Any]]:
+            others: dict[ObjectKey, Any] | None = None, deployers: dict[str, Any] | None = None
+            ) -> tuple[dict[Ident, Manifest], list[Any]]:
     """RayServices, RayClusters and RayJobs of a text by (kind, namespace, name), plus any Argo
     CD Applications in it. Every other object goes into ``others`` (when given), so a change
-    to them can be named as not analysed rather than passed over in silence."""
+    to them can be named as not analysed rather than passed over in silence. A text whose
+    last document is a Flux Kustomization or HelmRelease puts it into ``deployers[source]`` (when
+    given): a rendered Flux root carries the object that deploys it last (app/render/pipeline.py
+    with_document)."""
     found: dict[Ident, Manifest] = {}
     apps: list[Any] = []
+    last: Any = None
     for doc in load_documents(text, source=source, limits=limits):
         try:
             # Any object with an ``items`` list is a list, whatever its kind (see .scope).
@@ -184,6 +190,7 @@ def collect(text: str, source: str, limits: Limits, *, lines: bool = True, names
             if isinstance(value, dict) and value.get("kind") == "Application" and str(
                     value.get("apiVersion", "")).startswith("argoproj.io/"):
                 apps.append(value)
+            last = value
             kind = analysed_kind(value)
             if kind is None:
                 if others is not None and (key := _other_key(value, namespace)) is not None:
@@ -210,6 +217,8 @@ def collect(text: str, source: str, limits: Limits, *, lines: bool = True, names
                     f"{first.doc.index}, line {first.doc.line})",
                     source=source, document=doc.index, line=doc.line)
             found[m.ident] = m
+    if deployers is not None and is_deployer(last):
+        deployers[source] = last
     return found, apps
 
 
@@ -228,7 +237,8 @@ class Duplicate(Record):
         set_field(self, "dropped", dropped)
 
 
-def collect_all(texts: Texts, source: str, limits: Limits, others: dict[ObjectKey, Any] | None = None
+def collect_all(texts: Texts, source: str, limits: Limits, others: dict[ObjectKey, Any] | None = None,
+                deployers: dict[str, Any] | None = None
                 ) -> tuple[dict[Ident, Manifest], list[Any], list[Duplicate]]:
     """Analysed objects across every text, the Applications among them, and cross-source duplicates.
 
@@ -242,7 +252,7 @@ def collect_all(texts: Texts, source: str, limits: Limits, others: dict[ObjectKe
     duplicates: list[Duplicate] = []
     for src in pairs:
         more, more_apps = collect(src.text or "", src.name, limits, lines=src.lines,
-                                  namespace=src.namespace, others=others)
+                                  namespace=src.namespace, others=others, deployers=deployers)
         for key, m in more.items():
             if key in found:
                 if found[key].source == src.name:

@@ -337,7 +337,33 @@ def _finding_line(f: Finding, where_of: Callable[[str], str] = str) -> str:
             f"`{path}`{where}: {link_citations(message)}")
 
 
+def _flux_snippet(drift: dict[str, Any]) -> list[str]:
+    """Flux's advice (diffing/flux.py): the ignore rule for the deployer, and why."""
+    by = drift["deployer"]
+    who = f"{by['kind']} {by['namespace']}/{by['name']}"
+    lines = [f"**Flux: leave what the autoscaler owns to it** ({who})", ""]
+    if drift.get("ignore"):
+        lines += [f"Add to the {by['kind']} (`{drift['field']}`, {drift['since']} or later):", "", "```yaml",
+                  "spec:"]
+        indent = "  "
+        if drift["fix"] == "drift-detection-ignore":
+            lines += ["  driftDetection:", "    mode: enabled"]
+            indent = "    "
+        lines.append(f"{indent}ignore:")
+        for rule in drift["ignore"]:
+            lines.append(f"{indent}  - paths:")
+            lines += [f"{indent}      - {p}" for p in rule["paths"]]
+            lines.append(f"{indent}    target:")
+            lines += [f"{indent}      {k}: {rule['target'][k]}"
+                      for k in ("group", "kind", "name", "namespace")]
+        lines += ["```", ""]
+    lines += [f"- {n}" for n in drift.get("notes", ())]
+    return [*lines, ""]
+
+
 def _snippet(r: ResourceReport) -> list[str]:
+    if r.drift is not None:
+        return _flux_snippet(r.drift)
     if not r.ignore_differences:
         return []
     lines = ["**Argo CD: ignore what the autoscaler owns** (Application spec)", "", "```yaml",

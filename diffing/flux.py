@@ -1,0 +1,145 @@
+"""Flux's drift correction, the analogue of Argo CD self-heal: the advice for autoscaler-owned fields
+of an object that a Flux ``Kustomization`` or ``HelmRelease`` deploys (docs/flux.md).
+
+Pure: the deployer's document (analysed with the objects it renders, as an Application's is) and
+the object in, a plain advice mapping out. What depends on the Flux version lives in
+:data:`RULES`, here and nowhere else.
+
+Why the advice differs by kind (read from upstream, fluxcd/kustomize-controller 186fb3b):
+
+* kustomize-controller re-applies every object with server-side apply at each interval and on
+  drift (docs/spec/v1/kustomizations.md "Controlling the apply behavior": the default ``ssa``
+  policy ``Override`` reverts changes made by others). The Ray autoscaler writes a RayCluster's
+  ``workerGroupSpecs[].replicas`` and ``scaleStrategy``: for a standalone RayCluster Flux and the
+  autoscaler fight over them. ``spec.ignore`` (kustomize-controller v1.9.0, api/v1/
+  kustomization_types.go:208; the apply keeps the in-cluster value of an ignored path it alone
+  owns, "Adopt", or drops it when another applier owns it, "Strip") takes exactly these paths out
+  of Flux's hands and leaves every other Git edit applied: that is the advice. The
+  ``kustomize.toolkit.fluxcd.io/ssa`` annotation is not advised for it: ``Merge`` keeps only
+  fields Git does not set (replicas is set), ``IfNotPresent`` applies the object only when it does
+  not exist (every later Git edit to the RayCluster, an image bump included, is then never
+  applied), ``Ignore`` never applies it (kustomization_controller.go:859-866).
+* For a RayService the autoscaler scales the RayCluster KubeRay made, not the RayService, and
+  KubeRay leaves the replicas out of the cluster hash (diffing/rayservice/rules.py): Flux
+  re-applying the RayService resets nothing the autoscaler wrote. The Git edit just does not
+  reach the running cluster. No ignore rule and no annotation is needed (``IfNotPresent`` would
+  stop serve-config and image edits too); the advice is to keep the value in Git equal to what
+  should apply to the next cluster.
+* helm-controller corrects drift only when ``spec.driftDetection.mode`` is ``enabled``
+  (api/v2/helmrelease_types.go:270-346, default ``disabled``); its ``ignore`` rules take JSON
+  pointer ``paths`` and a ``target``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
+HELM_GROUP = "helm.toolkit.fluxcd.io"
+
+# Version-specific Flux rules, in one place.
+RULES: Mapping[str, Mapping[str, str]] = {
+    "kustomization-ignore": {
+        "field": "spec.ignore",
+        "since": "kustomize-controller v1.9.0",
+        "cite": "fluxcd/kustomize-controller api/v1/kustomization_types.go:208 (fe4a1da, tag api/v1.9.0)",
+    },
+    "helmrelease-drift-ignore": {
+        "field": "spec.driftDetection.ignore",
+        "since": "helm-controller v2 API (helm.toolkit.fluxcd.io/v2beta2 and v2)",
+        "cite": "fluxcd/helm-controller api/v2/helmrelease_types.go:303-331",
+    },
+    "ssa-annotation": {
+        "key": "kustomize.toolkit.fluxcd.io/ssa",
+        "values": "Override (default), Merge, IfNotPresent, Ignore",
+        "cite": "fluxcd/kustomize-controller api/v1/kustomization_types.go:31-35, "
+                "internal/controller/kustomization_controller.go:859-866",
+    },
+}
+
+
+def _group(doc: Mapping[str, Any]) -> str:
+    api = doc.get("apiVersion")
+    return api.split("/", 1)[0] if isinstance(api, str) and "/" in api else ""
+
+
+def is_deployer(doc: Any) -> bool:
+    """A Flux Kustomization or HelmRelease (parsed apiVersion group and kind)."""
+    return isinstance(doc, Mapping) and (
+        (_group(doc) == KUSTOMIZE_GROUP and doc.get("kind") == "Kustomization")
+        or (_group(doc) == HELM_GROUP and doc.get("kind") == "HelmRelease"))
+
+
+def _sub(value: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    inner = value.get(key)
+    return inner if isinstance(inner, Mapping) else {}
+
+
+def _pointer(*parts: object) -> str:
+    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _groups(obj: Mapping[str, Any], kind: str) -> Sequence[Any]:
+    spec = _sub(obj, "spec")
+    if kind == "RayService":
+        spec = _sub(spec, "rayClusterConfig")
+    groups = spec.get("workerGroupSpecs")
+    return groups if isinstance(groups, list) else []
+
+
+def paths(obj: Mapping[str, Any], kind: str) -> list[str]:
+    """The JSON pointers (RFC 6901) of what the autoscaler owns, one per worker group: Flux's ignore
+    rules take no wildcard (kustomizations.md "Ignore Rules")."""
+    prefix: tuple[str, ...] = ("spec", "rayClusterConfig") if kind == "RayService" else ("spec",)
+    out: list[str] = []
+    for i, _ in enumerate(_groups(obj, kind)):
+        out += [_pointer(*prefix, "workerGroupSpecs", i, "replicas"),
+                _pointer(*prefix, "workerGroupSpecs", i, "scaleStrategy")]
+    return out
+
+
+def advice(deployer: Mapping[str, Any], kind: str, namespace: str, name: str,
+           obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The Flux advice for an ``ignore-differences`` decision on ``kind namespace/name`` (``obj``:
+    its manifest), deployed by ``deployer``."""
+    meta = _sub(deployer, "metadata")
+    by = {"kind": str(deployer.get("kind")), "namespace": str(meta.get("namespace") or ""),
+          "name": str(meta.get("name") or "")}
+    target = {"group": "ray.io", "kind": kind, "name": name, "namespace": namespace}
+    out: dict[str, Any] = {"tool": "flux", "deployer": by}
+    if kind == "RayService":
+        out.update(fix="none-needed", ignore=[], notes=[
+            "Flux re-applies the RayService, but the autoscaler scales the RayCluster KubeRay made, and "
+            "KubeRay leaves worker replicas out of the cluster hash: nothing is reset and nothing "
+            "fights. The Git edit simply does not reach the running cluster; keep it equal to what the "
+            "next cluster should start with.",
+            f"Do not annotate the RayService {RULES['ssa-annotation']['key']}: IfNotPresent: Flux would "
+            "then never apply a later Git edit to it (serveConfigV2, images) while it exists."])
+        return out
+    if by["kind"] == "HelmRelease":
+        rule = RULES["helmrelease-drift-ignore"]
+        out.update(fix="drift-detection-ignore", field=rule["field"], since=rule["since"],
+                   ignore=[{"paths": paths(obj, kind), "target": target}], notes=[
+                       "helm-controller corrects drift only with spec.driftDetection.mode: enabled (the "
+                       "default is disabled): with it, add this rule so the autoscaler keeps the replicas.",
+                       "An upgrade of the release still sends the chart's replicas: keep them equal to "
+                       "minReplicas in the chart's values (or leave them out)."])
+        return out
+    rule = RULES["kustomization-ignore"]
+    out.update(fix="spec-ignore", field=rule["field"], since=rule["since"],
+               ignore=[{"paths": paths(obj, kind), "target": target}], notes=[
+                   "kustomize-controller re-applies the RayCluster at every interval with server-side "
+                   "apply and would reset the replicas the Ray autoscaler set; with these ignore rules it "
+                   "keeps the in-cluster value and still applies every other Git edit.",
+                   f"Before {rule['since']}: leave replicas out of Git (or keep them equal to "
+                   "minReplicas) so Flux does not own them.",
+                   f"Not {RULES['ssa-annotation']['key']}: IfNotPresent: it stops every later Git edit "
+                   "to the RayCluster (an image bump too) from being applied."])
+    return out
+
+
+def reason(deployer: Mapping[str, Any]) -> str:
+    """The ``ignore-differences`` reason for an object Flux deploys (in place of Argo CD's)."""
+    return (f"Git is fighting the Ray autoscaler: tell Flux ({deployer.get('kind')}) to leave the "
+            "autoscaler-owned fields alone (see the Flux advice) instead of applying them")
