@@ -259,15 +259,19 @@ def _ks_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], re
         target_namespace=str(target_ns) if isinstance(target_ns, str) and target_ns else None,
         name_prefix=str(spec["namePrefix"]) if isinstance(spec.get("namePrefix"), str) else None,
         name_suffix=str(spec["nameSuffix"]) if isinstance(spec.get("nameSuffix"), str) else None,
-        patches=_json(_seq(spec.get("patches"))),
+        patches=_json(_only(p, ("patch", "target")) for p in _seq(spec.get("patches"))),
+        # inline objects only: a string entry would be a file kustomize loads (or fetches)
         patches_strategic=tuple(json.dumps(p, sort_keys=True)
-                                for p in _seq(spec.get("patchesStrategicMerge"))),
-        patches_json6902=_json(_seq(spec.get("patchesJson6902"))),
-        images=_json(_seq(spec.get("images"))),
+                                for p in _seq(spec.get("patchesStrategicMerge")) if isinstance(p, Mapping)),
+        patches_json6902=_json(_only(p, ("patch", "target")) for p in _seq(spec.get("patchesJson6902"))),
+        images=_json(_only(i, _IMAGE_KEYS) for i in _seq(spec.get("images"))),
         components=tuple(str(c) for c in _seq(spec.get("components")) if isinstance(c, str)),
         ignore_missing_components=spec.get("ignoreMissingComponents") is True,
         common_labels=_pairs(cmeta.get("labels")), common_annotations=_pairs(cmeta.get("annotations")),
         post_build=bool(post), variables=variables)
+    if any(not isinstance(p, Mapping) for p in _seq(spec.get("patchesStrategicMerge"))):
+        problems.append("spec.patchesStrategicMerge holds an entry that is not an inline object (a file "
+                        "or URL kustomize would load): not evaluated here")
     root.sources.append(RenderSource("flux-kustomize", path, flux=opts))
     reads = {path} if path not in tree.kustomizations else set()
     for folder in ({path} if path in tree.kustomizations else _manifest_folders(tree, path)):
@@ -275,7 +279,16 @@ def _ks_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], re
         reads |= closure
         if not root.problem and (outside := _outside_problem(tree, closure, info)):
             root.problem, root.tool, root.unknown = outside, "kustomize", True
-    reads |= {d for c in opts.components if (d := _norm(path, c)) is not None}
+    for comp in opts.components:
+        target_dir = None if _is_remote_ref(comp) else _norm(path, comp)
+        if target_dir is None or not tree.isdir(target_dir):
+            if not (opts.ignore_missing_components and target_dir is not None):
+                root.problem = root.problem or (
+                    f"spec.components entry {comp!r} is not a folder of this repository: kustomize would "
+                    "fetch it, and nothing is fetched here, so what it deploys is unknown")
+                root.tool, root.unknown = "kustomize", True
+            continue
+        reads |= _closure(tree, target_dir, info)
     root.read_dirs |= reads
     if problems and not root.problem:
         root.problem, root.unknown = "; ".join(problems), True
@@ -313,6 +326,11 @@ def _variables(tree: _Tree, spec: Mapping[str, Any], namespace: str, root: Root
     for k, v in _mapping(post.get("substitute")).items():
         out[str(k)] = str(v).replace("\n", "")
     return problems, tuple(sorted(out.items()))
+
+
+def _is_remote_ref(ref: str) -> bool:
+    first = ref.split("/", 1)[0]
+    return "://" in ref or ref.startswith(("git@", "git::", "/")) or ("." in first.strip(".") and "/" in ref)
 
 
 def _release_name(doc: Mapping[str, Any]) -> str:
@@ -395,11 +413,12 @@ def _hr_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], re
             problems.append(f"valuesFrom ConfigMap {ns}/{rname}: {exc}")
     if isinstance(spec.get("values"), Mapping):
         merged = merge_maps(merged, dict(spec["values"]))
+    kustomize = [_mapping(_mapping(r).get("kustomize")) for r in _seq(spec.get("postRenderers"))]
+    # Only what helm-controller's API has (api/v2 Kustomize: patches of patch + target, images):
+    # a ``path`` key would make kustomize load (or fetch) a file.
     post = FluxPostRender(
-        patches=_json(p for r in _seq(spec.get("postRenderers")) for p in _seq(_mapping(_mapping(r).get(
-            "kustomize")).get("patches"))),
-        images=_json(i for r in _seq(spec.get("postRenderers")) for i in _seq(_mapping(_mapping(r).get(
-            "kustomize")).get("images"))))
+        patches=_json(_only(p, ("patch", "target")) for k in kustomize for p in _seq(k.get("patches"))),
+        images=_json(_only(i, _IMAGE_KEYS) for k in kustomize for i in _seq(k.get("images"))))
     helm = HelmOptions(release_name=_release_name(doc), namespace=target_ns, value_files=tuple(value_files),
                        values=(yaml.safe_dump(merged),) if merged else ())
     root.sources.append(RenderSource("flux-helm", chart_path, helm=helm, flux=post))
@@ -410,6 +429,14 @@ def _hr_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], re
     if spec.get("suspend") is True:
         root.suspended = True
     return root
+
+
+_IMAGE_KEYS = ("name", "newName", "newTag", "digest")
+
+
+def _only(value: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    m = _mapping(value)
+    return {k: m[k] for k in keys if m.get(k) not in (None, "")}
 
 
 def merge_maps(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:

@@ -172,3 +172,16 @@ def test_release_name_rules() -> None:
     name = _release_name(long)
     assert len(name) == 53 and name.startswith("n" * 40 + "-")
     assert merge_maps({"a": {"b": 1, "c": 2}}, {"a": {"b": 3}}) == {"a": {"b": 3, "c": 2}}
+
+
+def test_a_post_renderer_patch_path_is_never_loaded(repo: Path, engine: str, capsys) -> None:
+    """helm-controller's postRenderer patches have only ``patch`` (required) and ``target``: a
+    ``path`` key is dropped, never handed to kustomize (which would load or fetch it); the entry
+    left empty fails the render, as helm-controller refuses it."""
+    base = head(repo)
+    edit_yaml(repo, RELEASE, lambda d: d["spec"].update(postRenderers=[{"kustomize": {"patches": [
+        {"path": "http://127.0.0.1:9/patch.yaml"}]}}]))
+    code, report = run(repo, base, commit(repo), capsys)
+    [f] = report["findings"]
+    assert (code, f["code"], f["path"]) == (3, "render-failed", "HelmRelease ray/ray-llm")
+    assert "postRenderers" in f["message"] and "127.0.0.1" not in f["message"]

@@ -307,3 +307,40 @@ def test_repository_url_decides_which_gitrepository_is_this_one(tmp_path: Path, 
     assert code == 3 and report["resources"][0]["source"] == "Kustomization flux-system/apps"
     assert SOURCE["name"] == "flux-system"
     assert yaml.safe_load_all((repo / "clusters/prod/flux-system/gotk-sync.yaml").read_text())
+
+
+def test_nothing_a_flux_object_names_is_ever_fetched(repo: Path, capsys) -> None:
+    """A component, a postRenderer patch ``path`` or a string patchesStrategicMerge entry that is no
+    file of this repository: held as unknown, and no request leaves (a loopback server sees none)."""
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        for n, spec in enumerate([{"components": [f"{url}/component"]},
+                                  {"components": ["github.com/example-org/ray//component"]},
+                                  {"patchesStrategicMerge": [f"{url}/patch.yaml"]}]):
+            base = head(repo)
+            set_spec(repo, **spec)
+            code, report = run(repo, base, commit(repo, f"case {n}"), capsys)
+            [f] = report["findings"]
+            assert (code, f["code"], f["path"]) == (3, "unknown-source", APPS_ROOT), (spec, f)
+            git(repo, "reset", "-q", "--hard", base)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert hits == []
