@@ -344,3 +344,21 @@ def test_nothing_a_flux_object_names_is_ever_fetched(repo: Path, capsys) -> None
         server.shutdown()
         server.server_close()
     assert hits == []
+
+
+def test_a_pattern_never_decides_what_a_flux_kustomization_is(repo: Path, capsys) -> None:
+    """Flow style, a quoted key, a comment after the kind, in a List: the Kustomization is found by
+    its parsed apiVersion group and kind, so the images bump it makes is rendered and held."""
+    def spelled(tag: str) -> str:
+        return ('{"apiVersion": v1, kind: List, items: [{"apiVersion": "kustomize.toolkit.fluxcd.io/v1",\n'
+                '  kind: Kustomization,  # apps\n'
+                '  metadata: {name: apps, namespace: flux-system},\n'
+                '  spec: {path: ./apps/prod, sourceRef: {kind: GitRepository, name: flux-system},\n'
+                f'         images: [{{name: "{IMAGE}", newTag: "{tag}"}}]}}}}]}}\n')
+
+    write(repo, APPS, spelled("2.52.0-py311-cu128"))
+    base = commit(repo, "spelled")
+    write(repo, APPS, spelled(NEW_TAG))
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    assert (code, r["source"], r["rollout"]) == (3, APPS_ROOT, "new-cluster")
