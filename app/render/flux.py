@@ -33,13 +33,14 @@ OCI repository is an ``unknown-source`` finding that holds, as for Argo CD.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,10 +102,14 @@ class FluxKustomize:
 
 @dataclass(frozen=True, slots=True)
 class FluxPostRender:
-    """A HelmRelease's ``postRenderers[].kustomize`` (patches and images, as JSON)."""
+    """A HelmRelease's ``postRenderers[].kustomize`` (patches and images, as JSON), and its chart's
+    ``valuesFiles``: repository paths merged in order to *replace* the chart's values.yaml
+    (helm-controller api/v2/helmrelease_types.go:414-419: values.yaml is not included unless listed)."""
 
     patches: tuple[str, ...] = ()
     images: tuple[str, ...] = ()
+    chart_values: tuple[str, ...] = ()
+    ignore_missing_values: bool = False
 
 
 # -- discovery -----------------------------------------------------------------------------------
@@ -418,8 +423,9 @@ def _hr_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], re
     # a ``path`` key would make kustomize load (or fetch) a file.
     post = FluxPostRender(
         patches=_json(_only(p, ("patch", "target")) for k in kustomize for p in _seq(k.get("patches"))),
-        images=_json(_only(i, _IMAGE_KEYS) for k in kustomize for i in _seq(k.get("images"))))
-    helm = HelmOptions(release_name=_release_name(doc), namespace=target_ns, value_files=tuple(value_files),
+        images=_json(_only(i, _IMAGE_KEYS) for k in kustomize for i in _seq(k.get("images"))),
+        chart_values=tuple(value_files), ignore_missing_values=chart.get("ignoreMissingValuesFiles") is True)
+    helm = HelmOptions(release_name=_release_name(doc), namespace=target_ns,
                        values=(yaml.safe_dump(merged),) if merged else ())
     root.sources.append(RenderSource("flux-helm", chart_path, helm=helm, flux=post))
     root.read_dirs.add(chart_path)
@@ -725,6 +731,42 @@ def after_build(text: str, opts: FluxKustomize) -> str:
 def _opted_out(doc: Mapping[str, Any]) -> bool:
     meta = _meta(doc)
     return any(_mapping(meta.get(k)).get(SUBSTITUTE_KEY) == "disabled" for k in ("labels", "annotations"))
+
+
+@contextlib.contextmanager
+def chart_values_replaced(snapshot: Snapshot, chart: str, post: FluxPostRender) -> Iterator[Snapshot]:
+    """``snapshot`` itself, or (with ``valuesFiles``) a hard-linked copy whose chart values.yaml is
+    the merge of those files in order, as the HelmChart that source-controller builds holds."""
+    if not post.chart_values:
+        yield snapshot
+        return
+    merged: dict[str, Any] = {}
+    for rel in post.chart_values:
+        path = snapshot.path(rel)
+        if not os.path.isfile(path):
+            if post.ignore_missing_values:
+                continue
+            raise RenderError("helm", f"valuesFiles {rel}: no such file in this repository")
+        with open(path, "rb") as fh:
+            try:
+                loaded = _load(fh.read(4 * 1024 * 1024 + 1), rel)
+            except ManifestError as exc:
+                raise RenderError("helm", f"valuesFiles {rel}: {exc.message}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise RenderError("helm", f"valuesFiles {rel}: not a mapping")
+        merged = merge_maps(merged, loaded or {})
+    with tempfile.TemporaryDirectory(prefix="rsi-fluxchart-") as scratch:
+        copy = os.path.join(scratch, "repo")
+        shutil.copytree(snapshot.root, copy, symlinks=True, copy_function=_link_or_copy)
+        values = os.path.join(copy, chart, "values.yaml") if chart else os.path.join(copy, "values.yaml")
+        if os.path.lexists(values):
+            os.unlink(values)  # a hard link to the snapshot's file: never write through it
+        with open(values, "w", encoding="utf-8") as fh:
+            yaml.safe_dump(merged, fh, sort_keys=False)
+        try:
+            yield Snapshot(copy, snapshot.revision, dict(snapshot.refused))
+        except RenderError as exc:
+            raise RenderError(exc.tool, exc.message.replace(copy, snapshot.root)) from None
 
 
 def post_render(text: str, post: FluxPostRender, limits: RenderLimits, renderer: str | None = None) -> str:

@@ -196,6 +196,7 @@ class _Renderer:
         for d in sorted(root.read_dirs):
             h.update(b"d\0" + d.encode() + b"\0" + self._dir_digest(snap, d).encode())
         value_files = set(src.helm.value_files) if src.helm else set()
+        value_files |= set(getattr(src.flux, "chart_values", ()))  # a HelmRelease's valuesFiles
         for f in sorted(root.read_files):
             in_directory = src.type == "directory" and posixpath.dirname(f) == src.path
             if f == src.path or f in value_files or in_directory:
@@ -394,9 +395,11 @@ def _render_flux_kustomize(snap: Snapshot, src: RenderSource, options: RenderOpt
 
 
 def _render_flux_helm(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
-    from .flux import post_render
+    from .flux import chart_values_replaced, post_render
 
-    return post_render(_render_helm(snap, src, options), src.flux, options.limits, options.kustomize)
+    with chart_values_replaced(snap, src.path, src.flux) as chart_snap:
+        text = _render_helm(chart_snap, src, options)
+    return post_render(text, src.flux, options.limits, options.kustomize)
 
 
 def _root_notes(root: Root) -> list[Finding]:

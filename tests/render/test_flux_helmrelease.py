@@ -185,3 +185,23 @@ def test_a_post_renderer_patch_path_is_never_loaded(repo: Path, engine: str, cap
     [f] = report["findings"]
     assert (code, f["code"], f["path"]) == (3, "render-failed", "HelmRelease ray/ray-llm")
     assert "postRenderers" in f["message"] and "127.0.0.1" not in f["message"]
+
+
+def test_values_files_replace_the_chart_values(repo: Path, engine: str, capsys) -> None:
+    """spec.chart.spec.valuesFiles are the chart's values, values.yaml left out unless listed
+    (helm-controller api/v2/helmrelease_types.go:414-419); a change to one outside the chart
+    folder re-renders."""
+    write(repo, "values/prod.yaml", {"tag": "2.52.0", "gpus": 2, "replicas": 1, "autoscaling": False})
+    edit_yaml(repo, RELEASE, lambda d: d["spec"].update(valuesFrom=[], values={}))
+    edit_yaml(repo, RELEASE, lambda d: d["spec"]["chart"]["spec"].update(valuesFiles=["values/prod.yaml"]))
+    write(repo, f"{CHART}/values.yaml", {"tag": "9.9.9", "gpus": 1, "replicas": 1, "autoscaling": False})
+    base = commit(repo, "values files")
+    write(repo, "values/prod.yaml", {"tag": "2.52.0", "gpus": 4, "replicas": 1, "autoscaling": False})
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    assert {(c["before"], c["after"]) for c in r["changes"] if "nvidia.com/gpu" in c["path"]} == {(2, 4)}
+    assert not any("9.9.9" in str(c["after"]) for c in r["changes"])
+    base = head(repo)
+    write(repo, f"{CHART}/values.yaml", {"tag": "9.9.8", "gpus": 8, "replicas": 1, "autoscaling": False})
+    code, report = run(repo, base, commit(repo), capsys)  # values.yaml is not among the valuesFiles
+    assert code == 0 and [r["changes"] for r in report["resources"]] == [[]]
