@@ -139,6 +139,22 @@ def advice(deployer: Mapping[str, Any], kind: str, namespace: str, name: str,
     return out
 
 
+def not_applied(obj: Mapping[str, Any], created: bool) -> str:
+    """Why kustomize-controller does not apply ``obj`` as Git has it ("" when it does): the
+    ``kustomize.toolkit.fluxcd.io/reconcile: disabled`` or ``ssa: Ignore`` exclusion, or ``ssa:
+    IfNotPresent`` for an object that already exists (kustomization_controller.go:859-866)."""
+    meta = _sub(obj, "metadata")
+    marks = {**_sub(meta, "labels"), **_sub(meta, "annotations")}
+    key = RULES["ssa-annotation"]["key"]
+    if marks.get(f"{KUSTOMIZE_GROUP}/reconcile") == "disabled" or marks.get(key) == "Ignore":
+        return (f"Flux never applies this object ({KUSTOMIZE_GROUP}/reconcile: disabled or {key}: Ignore): "
+                "the prediction is for applying it another way")
+    if marks.get(key) == "IfNotPresent" and not created:
+        return (f"{key}: IfNotPresent: Flux applies this object only when it does not exist, so this update "
+                "is not applied while it does: the prediction is for applying it another way")
+    return ""
+
+
 def reason(deployer: Mapping[str, Any]) -> str:
     """The ``ignore-differences`` reason for an object Flux deploys (in place of Argo CD's)."""
     return (f"Git is fighting the Ray autoscaler: tell Flux ({deployer.get('kind')}) to leave the "

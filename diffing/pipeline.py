@@ -24,6 +24,7 @@ from diffing.engine import Engine
 from diffing.environments import rank as environment_rank
 from diffing.errors import ManifestError
 from diffing.flux import advice as flux_advice
+from diffing.flux import not_applied as flux_not_applied
 from diffing.flux import reason as flux_reason
 from diffing.hints import Any, ClassVar
 from diffing.holds import (
@@ -161,6 +162,9 @@ class Analysis:
         a.capacity = a.size()
         a.findings.extend(a.check())
         a.findings.extend(duplicate_findings(t.duplicates))
+        if t.flux is not None and a.after is not None and _is_kustomization(t.flux) and (
+                why := flux_not_applied(a.after.obj, a.before is None)):
+            a.findings.append(a.finding("warning", "flux-not-applied", "metadata.annotations", why))
         a.findings.sort(key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
         if a.action != Action.UNCHANGED:  # nothing is applied, whatever the manifest says
             a.decide()
@@ -442,6 +446,10 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
 
 
 NOTHING = f"no {NAMES_TEXT} in the change"
+
+
+def _is_kustomization(deployer: Mapping[str, Any]) -> bool:
+    return deployer.get("kind") == "Kustomization"
 
 
 def replaced_by(befores: Mapping[Ident, Manifest], afters: Mapping[Ident, Manifest]) -> tuple[str, ...]:

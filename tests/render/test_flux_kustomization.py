@@ -362,3 +362,16 @@ def test_a_pattern_never_decides_what_a_flux_kustomization_is(repo: Path, capsys
     code, report = run(repo, base, commit(repo), capsys)
     [r] = report["resources"]
     assert (code, r["source"], r["rollout"]) == (3, APPS_ROOT, "new-cluster")
+
+
+def test_an_if_not_present_object_says_flux_does_not_apply_the_update(repo: Path, capsys) -> None:
+    write(repo, SERVICE, (repo / SERVICE).read_text().replace(
+        "  name: ray-serve-llm\n",
+        "  name: ray-serve-llm\n  annotations: {kustomize.toolkit.fluxcd.io/ssa: IfNotPresent}\n", 1))
+    base = commit(repo, "if not present")
+    edit_yaml(repo, "apps/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=NEW_TAG))
+    code, report = run(repo, base, commit(repo), capsys)
+    [r] = report["resources"]
+    [f] = [f for f in r["findings"] if f["code"] == "flux-not-applied"]
+    assert f["severity"] == "warning" and "IfNotPresent" in f["message"]
+    assert code == 3  # the verdict is for the change as Git has it (docs/flux.md)
