@@ -1,0 +1,1 @@
+"""GitLab: the CI route (:mod:`.ci`, :mod:`.post_note`)."""
