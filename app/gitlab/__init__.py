@@ -1,1 +1,1 @@
-"""GitLab: the CI route (:mod:`.ci`, :mod:`.post_note`)."""
+"""GitLab merge requests: the webhook service's side (payloads, revisions, commands, the run)."""
