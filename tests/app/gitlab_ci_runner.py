@@ -43,6 +43,7 @@ def interpolate(jobs: str, spec: dict[str, Any], given: dict[str, str]) -> dict[
     def one(m: re.Match[str]) -> str:
         name = m.group(1)
         assert name in inputs, f"$[[ inputs.{name} ]] is not declared"
+        assert name in given or "default" in inputs[name], f"input {name} is required"
         value = given.get(name, str(inputs[name].get("default", "")))
         options = inputs[name].get("options")
         assert options is None or value in [str(o) for o in options], (name, value)

@@ -140,7 +140,9 @@ def test_the_template_is_a_spec_header_and_one_job_using_every_input() -> None:
     action = {"kuberay-version", "policy", "headroom", "paths", "render", "comment", "fail-on-hold", "post",
               "base", "head"}
     assert action <= declared and {"stage", "image", "package"} <= declared
-    job = interpolate(jobs, spec, {})
+    with pytest.raises(AssertionError, match="package is required"):  # on no index: say where from
+        interpolate(jobs, spec, {})
+    job = interpolate(jobs, spec, {"package": ""})
     assert list(job) == ["rayservice-impact"]
     j = job["rayservice-impact"]
     assert j["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
@@ -150,15 +152,16 @@ def test_the_template_is_a_spec_header_and_one_job_using_every_input() -> None:
     assert j["variables"]["GIT_DEPTH"] == "0"
     assert all(isinstance(v, str) for v in j["variables"].values())  # GitLab takes strings
     assert j["stage"] == "test" and j["image"] == "python:3.11"
-    assert interpolate(jobs, spec, {"stage": "verify"})["rayservice-impact"]["stage"] == "verify"
+    staged = interpolate(jobs, spec, {"package": "", "stage": "verify"})
+    assert staged["rayservice-impact"]["stage"] == "verify"
     with pytest.raises(AssertionError):
-        interpolate(jobs, spec, {"render": "sometimes"})  # not one of its options
+        interpolate(jobs, spec, {"package": "", "render": "sometimes"})  # not one of its options
 
 
 def test_the_runner_notices_an_input_the_header_does_not_declare() -> None:
     spec, jobs = documents()
     with pytest.raises(AssertionError, match="not declared"):
-        interpolate(jobs + "\n  # $[[ inputs.nope ]]\n", spec, {})
+        interpolate(jobs + "\n  # $[[ inputs.nope ]]\n", spec, {"package": ""})
 
 
 # -- each pipeline type, by running the job ----------------------------------------------------
