@@ -20,9 +20,10 @@ request pipelines"), with ``RSI_BASE`` empty (the default):
   the source branch into the target branch that GitLab made for the pipeline; compare
   ``CI_MERGE_REQUEST_TARGET_BRANCH_SHA`` ("the HEAD SHA of the target branch", present only in
   merged results pipelines: what runs now) → ``CI_COMMIT_SHA`` (what the merge deploys).
-* ``merge_train``: the same; the train's target SHA (``CI_MERGE_REQUEST_TARGET_BRANCH_SHA``) is what
-  the train has ahead of this merge request when GitLab gives it, else the first parent of the
-  checked-out merge commit.
+* ``merge_train``: the same, from what the train has ahead of this merge request: the first parent
+  of the train commit when it is a merge of the head (the target branch with the cars ahead),
+  else ``CI_MERGE_REQUEST_TARGET_BRANCH_SHA``. The cars' own changes are judged in their own
+  pipelines, not attributed to this one.
 * ``detached`` (the merge request's head as it is, e.g. merged results disabled, or GitLab fell
   back to it because the merge has conflicts, gitlab-org/gitlab#358228): the merge base of
   ``CI_MERGE_REQUEST_DIFF_BASE_SHA`` ("the base SHA of the merge request diff") and the head →
@@ -116,10 +117,10 @@ def _ensure_merge_base(ws: str, a: str, b: str) -> None:
     _git(ws, "fetch", "--no-tags", "--quiet", "--unshallow", "origin")
 
 
-def _first_parent(ws: str, rev: str) -> str:
+def _parents(ws: str, rev: str) -> list[str]:
+    """The commit's parents as its object names them (a shallow clone's boundary commit too)."""
     raw = _git(ws, "cat-file", "-p", rev) or ""
-    parents = [line.split()[1] for line in raw.splitlines() if line.startswith("parent ")]
-    return parents[0] if parents else ""
+    return [line.split()[1] for line in raw.splitlines() if line.startswith("parent ")]
 
 
 def make_plan(env: dict[str, str]) -> Plan:
@@ -148,10 +149,16 @@ def make_plan(env: dict[str, str]) -> Plan:
     elif event in ("merged_result", "merge_train"):
         plan.kind = event
         tip = env.get("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", "").strip()
+        parents = _parents(ws, commit or "HEAD")
+        if event == "merge_train" and len(parents) == 2 and parents[1] == plan.head_sha:
+            # The train commit merges the head onto what the train has ahead of it (the target
+            # branch and the cars before this one): its first parent is what runs when it merges;
+            # the cars' own changes are theirs, judged in their own pipelines.
+            tip = parents[0]
+        elif not tip and parents:  # GitLab left it empty: the merge commit's first parent
+            tip = parents[0]
         _ensure(ws, tip, target)
-        if not tip:  # an older GitLab that leaves it empty: the merge commit's first parent
-            tip = _first_parent(ws, commit or "HEAD")
-        what = "merge train" if event == "merge_train" else "merged result"
+        what = "merge train commit" if event == "merge_train" else "merged result"
         plan.range_args = [tip, commit or "HEAD"]
         plan.footer = (f"rayservice-impact · target `{tip[:8]}` → {what} `{commit[:8]}` "
                        f"of head `{plan.head_sha[:8]}`")

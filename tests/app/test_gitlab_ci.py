@@ -214,13 +214,15 @@ def test_merge_train_compares_the_trains_target_with_the_train_commit(hold_origi
                                                                        given_target) -> None:
     o = hold_origin
     ci = mr_variables(o, "merge_train")
-    if not given_target:  # GitLab left it empty: the train commit's first parent
-        ci["CI_MERGE_REQUEST_TARGET_BRANCH_SHA"] = ""
-    run = run_job(o.path, tmp_path, ci, ref=REF["merge_train"])
+    # GitLab's variable names the target branch's tip, or is empty: either way the cars ahead of
+    # this merge request (o.car: NOTES.md) are not its change
+    ci["CI_MERGE_REQUEST_TARGET_BRANCH_SHA"] = o.target if given_target else ""
+    run = run_job(o.path, tmp_path, ci, ref=REF["merge_train"], depth="1")
     assert run.code == 3, run.log
     plan = assert_hold_artifacts(run.project_dir)
     assert plan["range_args"] == [o.car, o.train]
     assert plan["kind"] == "merge_train"
+    assert "merge train commit" in plan["footer"]
 
 
 def test_branch_pipeline_does_not_run_the_job(hold_origin, tmp_path) -> None:
