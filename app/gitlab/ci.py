@@ -124,17 +124,24 @@ def _parents(ws: str, rev: str) -> list[str]:
 
 
 def make_plan(env: dict[str, str]) -> Plan:
-    ws = env.get("CI_PROJECT_DIR") or "."
-    commit = env.get("CI_COMMIT_SHA", "").strip()
+    """What to compare and where to post, from the predefined variables (the meanings quoted
+    from GitLab's predefined variables reference, linked in the module docstring)."""
+    ws = env.get("CI_PROJECT_DIR") or "."        # "the full path the repository is cloned to"
+    commit = env.get("CI_COMMIT_SHA", "").strip()  # "the commit revision the project is built for"
+    # "the event type of the merge request": detached, merged_result or merge_train (unset
+    # outside merge request pipelines, gitlab-org/gitlab#516869)
     event = env.get("CI_MERGE_REQUEST_EVENT_TYPE", "").strip()
+    # "how the pipeline was triggered": merge_request_event for every merge request pipeline
     is_mr = (env.get("CI_PIPELINE_SOURCE", "") == "merge_request_event"
-             and bool(env.get("CI_MERGE_REQUEST_IID")))
-    target = env.get("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "").strip()
+             and bool(env.get("CI_MERGE_REQUEST_IID")))  # "the project-level IID of the merge request"
+    target = env.get("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "").strip()  # "the target branch name"
+    # "the ID of the project of the merge request": the target project, also for a fork's
+    # merge request (CI_MERGE_REQUEST_SOURCE_PROJECT_ID is the fork)
     plan = Plan(project=env.get("CI_MERGE_REQUEST_PROJECT_ID", "").strip() if is_mr else "",
                 iid=env.get("CI_MERGE_REQUEST_IID", "").strip() if is_mr else "",
                 sha=commit, pipeline_id=env.get("CI_PIPELINE_ID", "").strip())
-    # CI_MERGE_REQUEST_SOURCE_BRANCH_SHA is set in merged results pipelines only; in a detached one
-    # the checkout is the head itself.
+    # CI_MERGE_REQUEST_SOURCE_BRANCH_SHA, "the HEAD SHA of the source branch", is set in merged
+    # results pipelines only; in a detached one the checkout is the head itself.
     plan.head_sha = env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", "").strip() or commit
     base, head = env.get("RSI_BASE", "").strip(), env.get("RSI_HEAD", "").strip()
     if base:

@@ -288,3 +288,16 @@ def test_the_module_without_a_merge_request_or_base_exits_0(tmp_path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "nothing to post" in proc.stdout
+
+
+def test_a_forks_pipeline_without_the_token_reports_in_the_log_and_still_fails_on_hold(hold_origin,
+                                                                                       tmp_path) -> None:
+    """A fork's merge request pipeline runs in the fork, without the parent's variables."""
+    o = hold_origin
+    ci = {**mr_variables(o, "detached"), "CI_MERGE_REQUEST_SOURCE_PROJECT_ID": "77", "CI_PROJECT_ID": "77"}
+    run = run_job(o.path, tmp_path, ci, ref=REF["detached"])
+    assert run.code == 3, run.log
+    assert "not posted: RAYSERVICE_IMPACT_GITLAB_TOKEN is not set (a merge request from a fork" in run.log
+    assert "post_note" not in run.log  # the posting step did not run
+    plan = assert_hold_artifacts(run.project_dir)
+    assert plan["post"] is False and plan["project"] == "42"
