@@ -54,7 +54,8 @@ def _headroom(values: Sequence[str] | None, known: Sequence[str] = ()) -> dict[s
 def add_analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="output format (default: markdown on a terminal, else json); github: workflow "
-                        "commands that annotate the lines of the change; sarif: SARIF 2.1.0")
+                        "commands that annotate the lines of the change; sarif: SARIF 2.1.0; "
+                        "codequality: GitLab's Code Quality report (JSON)")
     p.add_argument("--kuberay-version", default=None,
                    help="operator version whose rules apply (default 1.7.0 or "
                         "$RAYSERVICE_IMPACT_KUBERAY_VERSION)")
@@ -220,7 +221,7 @@ def _cmd_git(args: argparse.Namespace) -> int:
     from .gitdiff import SUBMODULE_MOVED, GitError, changed_manifests, changed_submodules, resolve_range
 
     kwargs = analysis_kwargs(args)
-    locate = None
+    locate, root_files = None, None
     try:
         base, head = resolve_range(args.repo, args.base, args.head)
         if args.render == "none":
@@ -239,9 +240,10 @@ def _cmd_git(args: argparse.Namespace) -> int:
             from .annotate import rendered_locator
 
             locate = rendered_locator(rendered, rendered.read_head)  # the PR's own lines, for annotations
+            root_files = rendered.root_files
     except GitError as exc:
         raise UsageError(str(exc)) from None
-    sys.stdout.write(format_report(report, args.format, locate))
+    sys.stdout.write(format_report(report, args.format, locate, root_files))
     return report.exit_code
 
 

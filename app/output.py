@@ -24,7 +24,7 @@ EXIT_USAGE = int(ExitCode.USAGE)        # invalid input or usage
 EXIT_HOLD = int(ExitCode.HOLD)          # hold
 EXIT_INTERRUPTED = 130                  # Ctrl-C (128 + SIGINT), as shells report it
 
-FORMATS = ("markdown", "json", "github", "sarif")
+FORMATS = ("markdown", "json", "github", "sarif", "codequality")
 
 
 class UsageError(Exception):
@@ -41,14 +41,22 @@ def package_version() -> str:
         return "0 (not installed)"
 
 
-def format_report(report: diffing.Report, fmt: str | None, locate: Any = None) -> str:
+def format_report(report: diffing.Report, fmt: str | None, locate: Any = None,
+                  root_files: Any = None) -> str:
     """``report`` as ``--format`` ``fmt`` says (one of :data:`FORMATS`; ``None``: markdown on a
-    terminal, else json). ``locate`` places findings on lines for the github and sarif formats,
-    and names the pull request's file and line in the markdown's ways out."""
+    terminal, else json). ``locate`` places findings on lines for the github, sarif and codequality
+    formats, and names the pull request's file and line in the markdown's ways out; ``root_files``
+    (a rendered root's label → the changed files it reads) gives codequality a file for what has
+    no line (a root that failed to render)."""
     if fmt is None:
         fmt = "markdown" if sys.stdout.isatty() else "json"
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "codequality":
+        from diffing.render.codequality import render_codequality
+
+        issues = render_codequality(report, locate, root_files)
+        return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
     if fmt in ("github", "sarif"):
         from diffing.render.annotations import annotate, render_github, render_sarif
 

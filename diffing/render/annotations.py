@@ -43,6 +43,7 @@ class Annotation:
     title: str
     message: str
     rule: str         # a finding code, or the rollout for a change that holds
+    subject: str = ""  # what it is about, without lines or values: the object and field (fingerprints)
 
 
 def _file_of(source: str) -> str:
@@ -62,17 +63,19 @@ def annotate(report: Report, locate: Locate | None = None) -> list[Annotation]:
     """Every annotation of ``report``, holds first."""
     out: list[Annotation] = []
     for r in report.resources:
-        out.extend(_for_resource(r, locate))
+        out.extend(resource_annotations(r, locate))
     for f in report.findings:  # render-failed and friends: the root's label is all there is
         out.append(Annotation(LEVEL_OF_SEVERITY.get(f.severity, NOTICE), f.path, None,
-                              f"rayservice-impact: {f.code}", f.message, f.code))
+                              f"rayservice-impact: {f.code}", f.message, f.code, f.path))
     order = {FAILURE: 0, WARNING: 1, NOTICE: 2}
     return sorted(out, key=lambda a: order[a.level])
 
 
-def _for_resource(r: ResourceReport, locate: Locate | None) -> Iterator[Annotation]:
+def resource_annotations(r: ResourceReport, locate: Locate | None) -> Iterator[Annotation]:
+    """The annotations of one resource: its changes that make a hold, then its findings."""
     where = locate or default_locate
     name = f"{r.namespace}/{r.name}"
+    subject = f"{r.origin}\0{r.kind}\0{name}"
     if r.decision == HOLD:
         about = holding(r.kind, r.rollout)
         why = r.headline or next((x for x in r.reasons if not x.startswith("strategy:")), r.rollout)
@@ -84,14 +87,14 @@ def _for_resource(r: ResourceReport, locate: Locate | None) -> Iterator[Annotati
                 continue
             yield Annotation(FAILURE, spot[0], spot[1], f"rayservice-impact: hold ({r.rollout}) {name}",
                              f"{_path(c)}: {_value(c.before)} → {_value(c.after)}. {expand_citations(why)}",
-                             r.rollout)
+                             r.rollout, f"{subject}\0{_path(c)}")
     for f in r.findings:
         spot = where(r, f)
         if spot is None:
             continue
         yield Annotation(LEVEL_OF_SEVERITY.get(f.severity, NOTICE), spot[0], spot[1],
                          f"rayservice-impact: {f.code} {name}", f"{f.path}: {expand_citations(f.message)}",
-                         f.code)
+                         f.code, f"{subject}\0{f.path}")
 
 
 def _path(c: Change) -> str:

@@ -1,0 +1,104 @@
+"""The forge boundary: what the change-request flow needs from a code host, and nothing else.
+
+A :class:`Forge` is bound to one change under review (a GitHub pull request, a GitLab merge
+request) and answers:
+
+* :meth:`Forge.revisions`: the two commits compared (what runs now: the target branch's tip;
+  what the merge deploys: the host's test merge commit, else the merge base against the head,
+  said so in the note), with every changed path between them;
+* :meth:`Forge.archive`: a revision as gzip tar bytes, capped (:class:`ArchiveTooLarge`);
+* the one sticky note: :meth:`Forge.find_sticky`, :meth:`Forge.create_note`, :meth:`Forge.update_note`;
+* :meth:`Forge.set_status`: the gate on the head commit;
+* :meth:`Forge.annotate`: inline findings where the host takes them from a service (GitHub:
+  check-run annotations; GitLab: none from the server, its inline route is the CI job's Code
+  Quality report, docs/gitlab.md);
+* :meth:`Forge.may_approve`: whether a user may accept a hold.
+
+Implementations: :class:`app.forge.github.GitHubForge` and :class:`app.forge.gitlab.GitLabForge`.
+The forge-neutral flow is :mod:`app.forge.judge` (revisions, archives, render, verdict) and
+:mod:`app.forge.publish` (sticky note with stamps, binding and approval; status). Errors from a
+forge are :class:`app.clients.upstream.UpstreamError` (GitHubError, GitLabError).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.clients.upstream import UpstreamError
+from app.github.comment import Verdict
+
+__all__ = ["ArchiveTooLarge", "Change", "Forge", "Revisions"]
+
+
+class ArchiveTooLarge(UpstreamError):
+    """A revision's archive is over the cap: a verdict about the change, not a transient failure."""
+
+    def __init__(self, sha: str, limit: int) -> None:
+        super().__init__(f"the archive of {sha[:12]} is larger than {limit} bytes", status=None)
+        self.sha, self.limit = sha, limit
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """The change under review, as the forge-neutral flow names it."""
+
+    name: str              # for logs: "group/project!3", "owner/repo#3"
+    number: int            # the pull or merge request's number (GitLab: iid)
+    head_sha: str          # gets the status
+    base_ref: str          # the target branch
+    updated_at: str        # ISO 8601 UTC: orders results (an older run never overwrites a newer one)
+    requested_by: str = ""  # who asked for this run (``/rayservice-impact rerun``)
+
+
+@dataclass(frozen=True, slots=True)
+class Revisions:
+    base: str                        # rendered as "before": what runs now
+    head: str                        # rendered as "after": what the merge would deploy
+    form: str                        # merge | train | merge-base | event | merge-group
+    changed: frozenset[str]          # every path that differs between them (both names of a rename)
+    notes: tuple[str, ...] = ()      # said above the verdict
+    base_ref: str = ""
+    status_sha: str = ""             # the change's head: it gets the status
+    patches: dict[str, str] = field(default_factory=dict, compare=False)  # path -> patch (suggestions)
+
+    def footer(self, via: str = "", word: str = "merge") -> str:
+        """The note's last line: which commits were compared and, when rendered, which way."""
+        b, h, s = self.base[:7], self.head[:7], self.status_sha[:7]
+        ref = f" ({self.base_ref})" if self.base_ref else ""
+        if self.form in ("merge", "train"):
+            what = "merge train commit" if self.form == "train" else word
+            text = f"rayservice-impact · base `{b}`{ref} → {what} `{h}` of head `{s}`"
+        elif self.form == "merge-base":
+            text = f"rayservice-impact · merge base `{b}` → head `{h}`"
+        else:
+            text = f"rayservice-impact · base `{b}` → head `{h}`"
+        return text + (f" · {via}" if via else "")
+
+
+class Forge(Protocol):
+    """One change on one code host (see the module docstring)."""
+
+    host: str  # "GitHub" | "GitLab": said in messages
+
+    async def revisions(self) -> Revisions: ...
+
+    async def archive(self, sha: str, max_bytes: int) -> bytes: ...
+
+    async def find_sticky(self) -> dict[str, Any] | None:
+        """Our note carrying the marker (``id``, ``body``, ``updated_at``), written by our identity."""
+        ...
+
+    async def create_note(self, body: str) -> None: ...
+
+    async def update_note(self, note_id: int, body: str) -> None: ...
+
+    async def set_status(self, verdict: Verdict) -> None: ...
+
+    async def annotate(self, verdict: Verdict) -> bool:
+        """Post ``verdict.annotations`` inline where the host takes them; False when it does not."""
+        ...
+
+    async def may_approve(self, user: str | int) -> tuple[bool, str]:
+        """(allowed?, the user's role as the host names it)."""
+        ...

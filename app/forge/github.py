@@ -1,0 +1,67 @@
+"""The GitHub side of the forge boundary: one pull request through
+:class:`app.clients.github.GitHubClient` and the GitHub flow's own pieces (:mod:`app.github.revisions`
+for the test merge commit, :mod:`app.github.own` for our comment, :func:`app.github.gate.status_url`
+for the status's subject, check-run annotations with an App, collaborator roles for approvals).
+
+The GitHub webhook flow (:mod:`app.github.flow`) still publishes through its own functions, which
+add what only GitHub has (comment modes from the repository's config, suggestions, the gate over
+other pull requests with the same head, merge groups); this class is the same pull request seen
+through the boundary, and :func:`app.forge.publish.post_sticky` writes the same comment body for it
+as :func:`app.github.flow.post_sticky_comment` (tests/app/test_gitlab_forge.py checks that).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.clients.github import GitHubClient, TarballTooLarge
+from app.github.change import PullRequest
+from app.github.commands import WRITERS, permission_of
+from app.github.comment import Verdict
+from app.github.gate import status_url
+from app.github.own import find_sticky_comment
+from app.github.revisions import resolve
+
+from . import ArchiveTooLarge, Revisions
+
+
+class GitHubForge:
+    host = "GitHub"
+
+    def __init__(self, gh: GitHubClient, pr: PullRequest, *, check_run: bool = False) -> None:
+        self.gh, self.pr, self.check_run = gh, pr, check_run
+
+    async def revisions(self) -> Revisions:
+        r = await resolve(self.gh, self.pr)
+        return Revisions(r.base, r.head, r.form, r.changed, r.all_notes, r.base_ref, r.status_sha, r.patches)
+
+    async def archive(self, sha: str, max_bytes: int) -> bytes:
+        try:
+            return await self.gh.tarball(self.pr.owner, self.pr.repo, sha, max_bytes)
+        except TarballTooLarge as exc:
+            raise ArchiveTooLarge(sha, exc.limit) from None
+
+    async def find_sticky(self) -> dict[str, Any] | None:
+        return await find_sticky_comment(self.gh, self.pr)
+
+    async def create_note(self, body: str) -> None:
+        await self.gh.create_comment(self.pr.owner, self.pr.repo, self.pr.number, body, find=self.find_sticky)
+
+    async def update_note(self, note_id: int, body: str) -> None:
+        await self.gh.update_comment(self.pr.owner, self.pr.repo, note_id, body)
+
+    async def set_status(self, verdict: Verdict) -> None:
+        await self.gh.create_status(self.pr.owner, self.pr.repo, self.pr.head_sha, verdict.state,
+                                    verdict.description, target_url=status_url(self.pr))
+
+    async def annotate(self, verdict: Verdict) -> bool:
+        if not self.check_run:
+            return False
+        await self.gh.create_check_run(self.pr.owner, self.pr.repo, self.pr.head_sha, verdict.conclusion,
+                                       verdict.title, verdict.markdown or verdict.description,
+                                       annotations=verdict.annotations)
+        return True
+
+    async def may_approve(self, user: str | int) -> tuple[bool, str]:
+        role = await permission_of(self.gh, self.pr, str(user))
+        return role in WRITERS, role

@@ -1,0 +1,117 @@
+"""The GitLab side of the forge boundary: one merge request, read and written through
+:class:`app.clients.gitlab.GitLabClient` in its TARGET project only.
+
+* the sticky note is our identity's note (``GET /user``: the token's user, a project or group
+  token's bot user) carrying the marker, found among the merge request's notes (paginated);
+* the status is a commit status named ``rayservice-impact`` on the head: ``success``, else
+  ``failed`` (GitLab has no ``error`` state: an analysis that could not run is ``failed`` and its
+  description says so; api/commits.md "Set the pipeline status of a commit");
+* where the project has an external status check named ``rayservice-impact`` (GitLab Ultimate,
+  api/status_checks.md), its response for the head is ``passed`` or ``failed``; a 403/404 means
+  the feature is not there: skipped, logged once per project;
+* no inline annotations from the server: GitLab shows findings inline through a CI job's Code
+  Quality report (ci/testing/code_quality.md), which the CI template writes (docs/gitlab.md);
+* a user may approve with at least ``approve_level`` (30 = Developer; api/members.md
+  "Roles": 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from app.clients.gitlab import ArchiveTooLarge as ClientTooLarge
+from app.clients.gitlab import GitLabClient, GitLabError
+from app.github.comment import Verdict, is_ours
+from app.gitlab.revisions import resolve
+
+from . import ArchiveTooLarge, Revisions
+
+log = logging.getLogger(__name__)
+
+LEVELS = {0: "not a member", 5: "Minimal Access", 10: "Guest", 15: "Planner", 20: "Reporter",
+          30: "Developer", 40: "Maintainer", 50: "Owner"}
+GITLAB_STATE = {"success": "success", "failure": "failed", "error": "failed"}
+CHECK_STATUS = {"success": "passed", "failure": "failed", "error": "failed"}
+
+
+class GitLabForge:
+    host = "GitLab"
+
+    def __init__(self, gl: GitLabClient, project: str, iid: int, head_sha: str, *, web_url: str = "",
+                 status_ref: str = "", approve_level: int = 30,
+                 checks: dict[str, int | None] | None = None) -> None:
+        self.gl, self.project, self.iid, self.head_sha = gl, project, iid, head_sha
+        self.web_url, self.status_ref, self.approve_level = web_url, status_ref, approve_level
+        self._checks = checks if checks is not None else {}  # project -> check id (None: none/not available)
+
+    async def revisions(self) -> Revisions:
+        return await resolve(self.gl, self.project, self.iid, self.head_sha)
+
+    async def archive(self, sha: str, max_bytes: int) -> bytes:
+        try:
+            return await self.gl.archive(self.project, sha, max_bytes)
+        except ClientTooLarge as exc:
+            raise ArchiveTooLarge(sha, exc.limit) from None
+
+    async def find_sticky(self) -> dict[str, Any] | None:
+        """Our note carrying the marker. Who we are is asked only when such a note turns up."""
+        me: int | None = None
+        async for note in self.gl.notes(self.project, self.iid):
+            if note.get("system") or not is_ours(str(note.get("body") or "")):
+                continue
+            if me is None:
+                me = int((await self.gl.user())["id"])
+            if int((note.get("author") or {}).get("id") or -1) == me:
+                return dict(note)
+        return None
+
+    async def find_note(self, wanted: Any) -> dict[str, Any] | None:
+        """Our first note whose body is ``wanted`` (replies to commands)."""
+        me: int | None = None
+        async for note in self.gl.notes(self.project, self.iid):
+            if not wanted(str(note.get("body") or "")):
+                continue
+            if me is None:
+                me = int((await self.gl.user())["id"])
+            if int((note.get("author") or {}).get("id") or -1) == me:
+                return dict(note)
+        return None
+
+    async def create_note(self, body: str) -> None:
+        await self.gl.create_note(self.project, self.iid, body, find=self.find_sticky)
+
+    async def update_note(self, note_id: int, body: str) -> None:
+        await self.gl.update_note(self.project, self.iid, note_id, body)
+
+    async def set_status(self, verdict: Verdict) -> None:
+        description = verdict.description
+        if verdict.state == "error" and not description.startswith("could not"):
+            description = f"could not analyse: {description}"
+        await self.gl.set_status(self.project, self.head_sha, GITLAB_STATE[verdict.state], description,
+                                 target_url=self.web_url, ref=self.status_ref)
+        await self._status_check(CHECK_STATUS[verdict.state])
+
+    async def _status_check(self, status: str) -> None:
+        if self.project not in self._checks:
+            try:
+                checks = await self.gl.external_status_checks(self.project)
+            except GitLabError as exc:
+                if exc.status not in (403, 404):
+                    raise
+                log.info("gitlab %s: external status checks are not available (%s); skipped", self.project,
+                         exc.status)
+                checks = []
+            found = [c for c in checks if str(c.get("name") or "") == "rayservice-impact"]
+            self._checks[self.project] = int(found[0]["id"]) if found else None
+        check = self._checks[self.project]
+        if check is not None:
+            await self.gl.status_check_response(self.project, self.iid, self.head_sha, check, status)
+
+    async def annotate(self, verdict: Verdict) -> bool:
+        return False  # GitLab's inline route is the CI job's Code Quality report
+
+    async def may_approve(self, user: str | int) -> tuple[bool, str]:
+        level = await self.gl.access_level(self.project, int(user))
+        name = LEVELS.get(level, f"access level {level}")
+        return level >= self.approve_level, name

@@ -1,0 +1,111 @@
+"""Publishing a verdict through a :class:`app.forge.Forge`: the one sticky note, then the status.
+
+The note is :mod:`app.github.comment`'s: the hidden marker and stamps (head, the run's
+``updated_at``, the analysis' own state, the :class:`~app.github.comment.Binding`: change number,
+head, target branch and commit, report digest), the verified approval block when a maintainer
+accepted exactly this result, or the note why an earlier approval no longer applies. It is
+created once (a create that failed after the host stored it is found and edited, never doubled),
+then edited in place; a note stamped by a newer run is never overwritten by an older one. The
+status goes on the head commit; an approval of exactly this result turns a hold into success.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from app.clients.upstream import UpstreamError
+from app.github.comment import (
+    Approval,
+    Binding,
+    Shown,
+    Verdict,
+    approved,
+    no_change_body,
+    pinned,
+    render_body,
+    shown_of,
+    stamp_of,
+)
+from app.github.flow import Outcome
+
+from . import Change, Forge
+
+log = logging.getLogger(__name__)
+
+
+async def publish(forge: Forge, change: Change, verdict: Verdict, *, footer: str, key: bytes,
+                  base: tuple[str, str], is_current: Callable[[], bool] = lambda: True,
+                  timings: dict[str, float] | None = None) -> Outcome:
+    """Sticky note, then the status on the head (``base``: the branch and commit compared with)."""
+    timings = {} if timings is None else timings
+    started = time.monotonic()
+    if not is_current():
+        return Outcome("superseded")
+    binding = Binding(change.number, change.head_sha, base[0], base[1], verdict.digest)
+    outcome = Outcome(verdict.state, verdict.description, timings=timings)
+    try:
+        outcome.comment, approval = await post_sticky(forge, change, verdict, footer, key, binding)
+    except UpstreamError as exc:
+        log.error("%s: note not posted: %s", change.name, exc)
+        outcome.comment, approval = "failed", None
+    if approval is not None and verdict.state != "success":
+        log.info("%s: hold accepted by @%s for head %s", change.name, approval.by, change.head_sha[:7])
+        verdict = approved(verdict, approval)
+        outcome.state, outcome.description = verdict.state, verdict.description
+    if not is_current():  # a newer head arrived while we wrote the note: its run posts the rest
+        outcome.state = "superseded"
+        return outcome
+    try:
+        await forge.set_status(verdict)
+    except UpstreamError as exc:
+        log.error("%s: status not posted: %s", change.name, exc)
+        outcome.state, outcome.retryable = "failed", True
+    try:
+        outcome.check_run = await forge.annotate(verdict)
+    except UpstreamError as exc:
+        log.error("%s: annotations not posted: %s", change.name, exc)
+    timings["publish"] = time.monotonic() - started
+    return outcome
+
+
+async def post_sticky(forge: Forge, change: Change, verdict: Verdict, footer: str, key: bytes,
+                      binding: Binding) -> tuple[str, Approval | None]:
+    """(what happened to the note: created | updated | unchanged | stale | none, the approval of
+    exactly this result it carries, if any)."""
+    existing = await forge.find_sticky()
+    shown = shown_of(existing, key) if existing is not None else None
+    approval, void = carried(shown, binding, verdict)
+    since = shown.since if shown is not None and shown.binding == binding else ""
+    if verdict.markdown is None:
+        if existing is None or verdict.state != "success":  # could not read the change: leave the last
+            return "none", None                              # result standing
+        body = no_change_body(change.head_sha, change.updated_at, bound=binding.line(since))
+        approval = None
+    else:
+        body = render_body(verdict.markdown, head_sha=change.head_sha, at=change.updated_at, footer=footer,
+                           state=verdict.state, approval=approval.block(key) if approval else void,
+                           bound=binding.line(since), numbers=verdict.numbers)
+    if existing is None:
+        await forge.create_note(body)
+        return "created", None
+    stamp = stamp_of(str(existing.get("body") or ""))
+    if stamp and change.updated_at and stamp[1] > change.updated_at:
+        log.info("%s: the note holds a newer result (%s); not overwritten", change.name, stamp[1])
+        return "stale", None
+    if pinned(str(existing.get("body") or ""), since) == body:
+        return "unchanged", approval
+    await forge.update_note(int(existing["id"]), body)
+    return "updated", approval
+
+
+def carried(shown: Shown | None, binding: Binding, verdict: Verdict) -> tuple[Approval | None, str]:
+    """(the approval that applies to this result, else the note on why an earlier one does not)."""
+    if shown is None or shown.approval is None:
+        return None, ""
+    if shown.approval.binding == binding:
+        return shown.approval, ""
+    if verdict.state == "success":
+        return None, ""
+    return None, shown.approval.void_block(binding.change_from(shown.approval.binding))

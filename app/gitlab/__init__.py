@@ -1,0 +1,1 @@
+"""GitLab merge requests: the webhook service's side (payloads, revisions, commands, the run)."""
