@@ -24,8 +24,8 @@ from .output import (
     EXIT_USAGE,
     FORMATS,
     UsageError,
-    format_report,
     package_version,
+    write_report,
 )
 
 
@@ -56,6 +56,9 @@ def add_analysis_options(p: argparse.ArgumentParser) -> None:
                    help="output format (default: markdown on a terminal, else json); github: workflow "
                         "commands that annotate the lines of the change; sarif: SARIF 2.1.0; "
                         "codequality: GitLab's Code Quality report (JSON)")
+    p.add_argument("--output", metavar="FORMAT=FILE", action="append", default=[], type=_output_arg,
+                   help="also write the same report as FORMAT to FILE (repeatable; one analysis for "
+                        "every format, e.g. --output codequality=gl-code-quality-report.json)")
     p.add_argument("--kuberay-version", default=None,
                    help="operator version whose rules apply (default 1.7.0 or "
                         "$RAYSERVICE_IMPACT_KUBERAY_VERSION)")
@@ -63,6 +66,14 @@ def add_analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--headroom", metavar="RESOURCE=N", action="append",
                    help="free capacity known to you, e.g. nvidia.com/gpu=8")
     p.add_argument("--crd", metavar="FILE", help="a RayService CRD whose schema replaces the built-in one")
+
+
+def _output_arg(value: str) -> tuple[str, str]:
+    fmt, sep, path = value.partition("=")
+    if not sep or fmt not in FORMATS or not path:
+        raise argparse.ArgumentTypeError(
+            f"expected FORMAT=FILE with FORMAT one of {', '.join(FORMATS)}: {value!r}")
+    return fmt, path
 
 
 def add_render_options(p: argparse.ArgumentParser) -> None:
@@ -211,7 +222,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         report = diffing.analyze([(args.before, before)], [(args.after, after)], **kwargs)
         report = with_upgrade_in(report, [(args.before, before)], [(args.after, after)],
                                  policy=kwargs["policy"])
-    sys.stdout.write(format_report(report, args.format))
+    write_report(report, args.format, args.output)
     return report.exit_code
 
 
@@ -243,7 +254,7 @@ def _cmd_git(args: argparse.Namespace) -> int:
             root_files = rendered.root_files
     except GitError as exc:
         raise UsageError(str(exc)) from None
-    sys.stdout.write(format_report(report, args.format, locate, root_files))
+    write_report(report, args.format, args.output, locate, root_files)
     return report.exit_code
 
 

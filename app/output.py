@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 
 import diffing
 from diffing.hints import Any
@@ -66,3 +67,16 @@ def format_report(report: diffing.Report, fmt: str | None, locate: Any = None,
         sarif = render_sarif(report, items, version=package_version())
         return json.dumps(sarif, indent=2, ensure_ascii=False) + "\n"
     return diffing.render_markdown(report, locate=locate)
+
+
+def write_report(report: diffing.Report, fmt: str | None, outputs: Sequence[tuple[str, str]] = (),
+                 locate: Any = None, root_files: Any = None) -> None:
+    """``report`` on standard output as ``fmt`` says, and in each ``--output`` (format, file): one
+    analysis for every format a job wants (the GitLab CI job writes markdown, JSON and Code Quality)."""
+    for out_fmt, path in outputs:
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(format_report(report, out_fmt, locate, root_files))
+        except OSError as exc:
+            raise UsageError(f"--output {out_fmt}={path}: cannot write it ({exc.strerror})") from None
+    sys.stdout.write(format_report(report, fmt, locate, root_files))

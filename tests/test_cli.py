@@ -31,6 +31,31 @@ def test_cli_hold_exits_3_with_the_json_report() -> None:
     assert report["resources"][0]["capacity"]["extra"]["nvidia.com/gpu"] == 4
 
 
+def test_cli_output_writes_every_format_from_one_analysis(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    pair = SAMPLES / "gpu-image-bump"
+    monkeypatch.chdir(pair)
+    md, cq = tmp_path / "impact.md", tmp_path / "gl-code-quality-report.json"
+    code = cli.main(["analyze", "before.yaml", "after.yaml", "--format", "json",
+                     "--output", f"markdown={md}", "--output", f"codequality={cq}"])
+    assert code == 3
+    assert json.loads(capsys.readouterr().out)["decision"] == "hold"
+    # the markdown file is what --format markdown prints (the golden file a human checked)
+    assert md.read_text(encoding="utf-8") == (pair / "expected.md").read_text()
+    assert any(issue["severity"] == "critical" for issue in json.loads(cq.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("value, says", [("bogus=x", "FORMAT=FILE"), ("json", "FORMAT=FILE"),
+                                         ("json=/nonexistent-dir/r.json", "cannot write it")])
+def test_cli_output_bad_value_exits_2_and_names_it(value: str, says: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    pair = SAMPLES / "gpu-image-bump"
+    code = cli.main(["analyze", str(pair / "before.yaml"), str(pair / "after.yaml"), "--output", value])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert says in err and value.split("=")[-1] in err
+
+
 def test_cli_markdown_is_the_pr_comment_text(capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     pair = SAMPLES / "serve-only"

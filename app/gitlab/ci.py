@@ -209,13 +209,17 @@ def _short(rev: str) -> str:
     return "".join(r[:12] if _SHA.fullmatch(r) else r for r in re.split(r"(\.\.\.?)", rev))
 
 
-def run_cli(plan: Plan, env: dict[str, str], fmt: str) -> tuple[int, str, str]:
+def run_cli(plan: Plan, env: dict[str, str], outputs: dict[str, Path]) -> tuple[int, str, str]:
+    """One analysis: the markdown on standard output, every other format (``outputs``: format ->
+    file) written by the CLI's ``--output``."""
     ws = env.get("CI_PROJECT_DIR") or "."
     # The console script, not ``python -m app``: run in the checkout, a repository with its own
     # app/ package would shadow ours.
     args = ["rayservice-impact", "git", *plan.range_args, "--repo", ws,
             "--kuberay-version", env.get("RSI_KUBERAY_VERSION") or DEFAULT,
-            "--render", env.get("RSI_RENDER") or "auto", "--format", fmt]
+            "--render", env.get("RSI_RENDER") or "auto", "--format", "markdown"]
+    for fmt, path in outputs.items():
+        args += ["--output", f"{fmt}={path}"]
     if env.get("CI_PROJECT_URL"):
         args += ["--repo-url", env["CI_PROJECT_URL"]]
     if env.get("RSI_POLICY", "").strip():
@@ -226,6 +230,13 @@ def run_cli(plan: Plan, env: dict[str, str], fmt: str) -> tuple[int, str, str]:
         args += ["--paths", *env["RSI_PATHS"].split()]
     proc = subprocess.run(args, cwd=ws, capture_output=True, text=True, check=False)
     return proc.returncode, proc.stdout, proc.stderr
+
+
+def _read_or(path: Path, default: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return default
 
 
 def job_exit(code: int, fail_on_hold: bool) -> int:
@@ -251,10 +262,13 @@ def main() -> int:
         code, markdown, report, quality = EXIT_USAGE, "", "", "[]\n"
         stderr = f"rayservice-impact: {plan.error}\n"
     else:
-        code, markdown, stderr = run_cli(plan, env, "markdown")
-        _, report, _ = run_cli(plan, env, "json")
-        qcode, quality, _ = run_cli(plan, env, "codequality")
-        if qcode != code or not quality.strip():
+        for stale in (JSON, CODEQUALITY):  # a file left from an earlier run is never taken as this one's
+            (out / stale).unlink(missing_ok=True)
+        code, markdown, stderr = run_cli(plan, env, {"json": (out / JSON).resolve(),
+                                                     "codequality": (out / CODEQUALITY).resolve()})
+        report = _read_or(out / JSON, "")
+        quality = _read_or(out / CODEQUALITY, "")
+        if not quality.strip():
             quality = "[]\n"
     plan.exit_code = code
     (out / MARKDOWN).write_text(markdown, encoding="utf-8")

@@ -42,7 +42,7 @@ from ..managed import (
     operator_files_from_managed_resources,
     texts_from_managed_resources,
 )
-from ..output import EXIT_HOLD, EXIT_INTERNAL, EXIT_OK, UsageError, format_report
+from ..output import EXIT_HOLD, EXIT_INTERNAL, EXIT_OK, UsageError, write_report
 from ..settings import Settings, SettingsError, load_settings
 
 TERMINATION_LIMIT = 4000  # the kubelet keeps 4096 bytes
@@ -310,7 +310,7 @@ def _run_presync(args: argparse.Namespace, kwargs: dict[str, Any], settings: Set
     except diffing.ManifestError as exc:  # Argo CD's own answer cannot be read as manifests
         return _cannot_check(settings, f"Argo CD's managed-resources answer is not usable: {exc.message}")
     report = _operator_upgrade(settings, kwargs, report, before, after, files)
-    sys.stdout.write(format_report(report, args.format or "markdown"))
+    write_report(report, args.format or "markdown", args.output)
     sys.stdout.flush()
     code = report.exit_code
     if advisory:
