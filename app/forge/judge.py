@@ -47,7 +47,7 @@ async def judge_and_publish(forge: Forge, change: Change, options: AnalysisOptio
         rendered = await render_revisions(forge, revisions, options, repo_url=repo_url)
     except UpstreamError as exc:
         log.error("%s: cannot read the change: %s", change.name, exc)
-        verdict = verdict_for_error(f"cannot read the change from {forge.host} ({exc})")
+        verdict = verdict_for_error(f"cannot read the change from {forge.host} ({exc})", comment=False)
         outcome = await publish(forge, change, verdict, footer="", key=options.approval_key, base=base,
                                 is_current=is_current, timings=timings)
         outcome.retryable = True
