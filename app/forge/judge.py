@@ -13,7 +13,6 @@ import asyncio
 import dataclasses
 import logging
 import time
-from contextlib import ExitStack
 from typing import Any
 
 import diffing
@@ -22,12 +21,11 @@ from app.errors import ServiceUnavailable
 from app.github.comment import Verdict, verdict_for_error, verdict_for_no_change
 from app.github.flow import AnalysisOptions, Outcome, notes_text, rendered_verdict
 from app.live import live_basis_for_texts
-from app.render.pipeline import RenderedChange, render_change
-from app.render.snapshot import Snapshot, SnapshotError, tarball_snapshot
-from diffing import Finding
+from app.render.pipeline import RenderedChange
 
-from . import ArchiveTooLarge, Change, Forge, Revisions
+from . import Change, Forge, Revisions
 from .publish import publish
+from .render import render_archives
 
 log = logging.getLogger(__name__)
 
@@ -70,42 +68,11 @@ async def judge_and_publish(forge: Forge, change: Change, options: AnalysisOptio
 
 async def render_revisions(forge: Forge, revisions: Revisions, options: AnalysisOptions, *,
                            repo_url: str = "") -> RenderedChange:
-    """Both archives (at once), then the render in a worker thread."""
-    changed = set(revisions.changed)
-    if not changed:
-        return RenderedChange()
+    """Both archives, rendered (:func:`app.forge.render.render_archives`)."""
     render_options = dataclasses.replace(options.render_options,
                                          repo_url=repo_url or options.render_options.repo_url)
-    sides = (("base", revisions.base), ("head", revisions.head))
-    blobs = await asyncio.gather(*(forge.archive(sha, options.tarball_max_bytes) for _, sha in sides),
-                                 return_exceptions=True)
-    notes = []
-    for (side, sha), blob in zip(sides, blobs, strict=True):
-        if isinstance(blob, ArchiveTooLarge):
-            notes.append(Finding("error", "render-failed", ARCHIVE_ROOT,
-                                 f"{side} ({sha[:12]}): the archive is larger than the {blob.limit}-byte cap "
-                                 "(RAYSERVICE_IMPACT_RENDER_TARBALL_MAX_BYTES), so nothing the change "
-                                 "touches could be rendered"))
-        elif isinstance(blob, BaseException):
-            raise blob
-    if notes:
-        return RenderedChange(notes=notes)
-    base, head = blobs
-    assert isinstance(base, bytes) and isinstance(head, bytes)
-    return await asyncio.to_thread(_render, base, head, revisions, changed, render_options)
-
-
-def _render(base: bytes, head: bytes, revisions: Revisions, changed: set[str],
-            options: Any) -> RenderedChange:
-    with ExitStack() as stack:
-        snaps: list[Snapshot] = []
-        for side, data, sha in (("base", base, revisions.base), ("head", head, revisions.head)):
-            try:
-                snaps.append(stack.enter_context(tarball_snapshot(data, sha)))
-            except SnapshotError as exc:
-                return RenderedChange(notes=[Finding("error", "render-failed", ARCHIVE_ROOT,
-                                                     f"{side} ({sha[:12]}): {exc}")])
-        return render_change(snaps[0], snaps[1], changed, options)
+    return await render_archives(forge, revisions.base, revisions.head, revisions.changed, render_options,
+                                 max_bytes=options.tarball_max_bytes, word="archive", root=ARCHIVE_ROOT)
 
 
 async def verdict_of(change: Change, rendered: RenderedChange, revisions: Revisions,

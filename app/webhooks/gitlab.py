@@ -37,7 +37,7 @@ from app.clients.gitlab import GitLabClient, GitLabError, RetryPolicy
 from app.github.change import PayloadError, PullRequest
 from app.github.dispatch import Dispatcher, Lru
 from app.github.flow import AnalysisOptions, Outcome
-from app.gitlab.commands import Command, parse_command, run_command
+from app.gitlab.commands import Command, parse_command, run_command, status_ref
 from app.gitlab.flow import run_merge_request
 from app.gitlab.mr import job_from_api, job_from_hook, should_analyse, split_path
 from app.workers import job_deadline, with_deadline
@@ -110,9 +110,11 @@ class GitLabService:
         log.error("gitlab %s/%s!%d head %s: %s", job.owner, job.repo, job.number, job.head_sha[:7], message)
         if not is_current() or self.gl is None or not job.head_sha:
             return Outcome("superseded" if not is_current() else "failed")
+        project = f"{job.owner}/{job.repo}"
         try:
-            await self.gl.set_status(f"{job.owner}/{job.repo}", job.head_sha, "failed",
-                                     f"could not analyse: {message}")
+            mr = await self.gl.merge_request(project, job.number)
+            await self.gl.set_status(project, job.head_sha, "failed", f"could not analyse: {message}",
+                                     target_url=str(mr.get("web_url") or ""), ref=status_ref(mr))
         except GitLabError as exc:
             log.error("gitlab: status not posted: %s", exc)
         return Outcome("error", message)
