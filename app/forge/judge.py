@@ -9,23 +9,20 @@ it, so the change holds; a host that cannot be read is an error status, never a 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
 from typing import Any
 
-import diffing
 from app.clients.upstream import UpstreamError
-from app.errors import ServiceUnavailable
-from app.github.comment import Verdict, verdict_for_error, verdict_for_no_change
-from app.github.flow import AnalysisOptions, Outcome, notes_text, rendered_verdict
-from app.live import live_basis_for_texts
+from app.github.comment import verdict_for_error
+from app.github.flow import AnalysisOptions, Outcome, notes_text
 from app.render.pipeline import RenderedChange
 
 from . import Change, Forge, Revisions
 from .publish import publish
 from .render import render_archives
+from .verdict import verdict_of
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +55,7 @@ async def judge_and_publish(forge: Forge, change: Change, options: AnalysisOptio
     timings["render"] = time.monotonic() - started
     if not is_current():
         return Outcome("superseded")
-    verdict = await verdict_of(change, rendered, revisions, options)
+    verdict = await verdict_of(change.name, rendered, notes_text(revisions.notes), revisions.patches, options)
     timings["analyse"] = time.monotonic() - started
     footer = revisions.footer(VIA_ARCHIVES) + (f" · re-run by @{change.requested_by}"
                                                if change.requested_by else "")
@@ -73,33 +70,3 @@ async def render_revisions(forge: Forge, revisions: Revisions, options: Analysis
                                          repo_url=repo_url or options.render_options.repo_url)
     return await render_archives(forge, revisions.base, revisions.head, revisions.changed, render_options,
                                  max_bytes=options.tarball_max_bytes, word="archive", root=ARCHIVE_ROOT)
-
-
-async def verdict_of(change: Change, rendered: RenderedChange, revisions: Revisions,
-                     options: AnalysisOptions) -> Verdict:
-    """The verdict of a rendered change, in the worker pool when there is one (a runaway analysis
-    is killed, not waited for), else in a thread bounded by ``options.timeout``."""
-    if not rendered.before and not rendered.after and not rendered.notes:
-        return verdict_for_no_change()
-    note = notes_text(revisions.notes)
-    live = await live_basis_for_texts(rendered.after, enabled=options.live_enabled,
-                                      kuberay_version=options.kuberay_version, headroom=None,
-                                      timeout=options.kubernetes_timeout, budget=options.timeout)
-    kwargs = {"kuberay_version": options.kuberay_version, "policy": options.policy, "live": live}
-    try:
-        if options.pool is not None:
-            verdict: Verdict = await options.pool.call(rendered_verdict, rendered, kwargs, note,
-                                                       revisions.patches, timeout=options.timeout)
-        else:
-            verdict = await asyncio.wait_for(asyncio.to_thread(rendered_verdict, rendered, kwargs, note,
-                                                               revisions.patches), timeout=options.timeout)
-    except ServiceUnavailable as exc:
-        return verdict_for_error(exc.message)
-    except TimeoutError:
-        return verdict_for_error(f"the analysis took longer than {options.timeout:g} s")
-    except diffing.DiffingError as exc:
-        return verdict_for_error(str(exc))
-    except Exception as exc:  # noqa: BLE001 - a core bug must still leave a failed status
-        log.exception("%s: analysis failed", change.name)
-        return verdict_for_error(f"internal error ({type(exc).__name__})")
-    return verdict

@@ -24,10 +24,10 @@ import diffing
 from app.annotate import rendered_locator
 from app.clients.argocd import ArgoCDClient, ArgoCDError
 from app.clients.github import GitHubClient, GitHubError
-from app.errors import ServiceUnavailable
 from app.forge import Change
 from app.forge.github import GitHubForge
 from app.forge.publish import post_sticky
+from app.forge.verdict import verdict_of
 from app.gitdiff import SUBMODULE_MOVED
 from app.live import live_basis_for_texts
 from app.render.pipeline import RenderedChange, RenderOptions, analyze_rendered
@@ -290,20 +290,8 @@ async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: An
         return verdict_for_no_change()
     note = notes_text(pull.revisions.all_notes if pull.revisions is not None else ())
     patches = pull.revisions.patches if pull.revisions is not None else {}
-    if options.pool is not None:  # worker processes: a runaway analysis is killed, not waited for
-        live = await live_basis_for_texts(rendered.after, enabled=options.live_enabled,
-                                          kuberay_version=options.kuberay_version, headroom=None,
-                                          timeout=options.kubernetes_timeout, budget=options.timeout)
-        kwargs = {"kuberay_version": options.kuberay_version, "policy": options.policy, "live": live}
-        try:
-            verdict: Verdict = await options.pool.call(rendered_verdict, rendered, kwargs, note, patches,
-                                                       timeout=options.timeout)
-        except ServiceUnavailable as exc:
-            return verdict_for_error(exc.message)
-        except Exception as exc:  # noqa: BLE001 - a core bug must still leave an error status
-            log.exception("%s: analysis failed", pr.full_name)
-            return verdict_for_error(f"internal error ({type(exc).__name__})")
-        return verdict
+    if options.pool is not None:  # worker processes (the service): the forge-neutral verdict
+        return await verdict_of(pr.full_name, rendered, note, patches, options)
     try:
         report = await analyse_rendered(rendered, options)
     except diffing.ManifestError as exc:
