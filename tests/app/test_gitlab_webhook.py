@@ -265,7 +265,8 @@ def test_route_is_absent_without_a_secret(tmp_path: Path) -> None:
         assert httpx.post(url + "/webhooks/gitlab", content=b"{}").status_code == 404
 
 
-def test_gitlab_unreadable_is_a_failed_status_saying_so_under_a_relative_path(tmp_path: Path) -> None:
+def test_gitlab_unreadable_is_a_failed_status_saying_so_under_a_relative_path(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A self-managed instance under /gitlab; the archive endpoint keeps failing: the status is
     ``failed`` and says the change could not be analysed (GitLab has no ``error`` state), and no
     note claims a result."""
@@ -275,9 +276,11 @@ def test_gitlab_unreadable_is_a_failed_status_saying_so_under_a_relative_path(tm
     s.add_project(PROJECT_ID, PATH, repo)
     s.add_merge_request(PROJECT_ID, 12, source_branch="bump", head_sha=head)
     s.fail("GET", r"/repository/archive\.tar\.gz$", 503, times=50)
+    caplog.set_level(logging.DEBUG)
     with gitlab_service(s, prefix="/gitlab", github_retry_budget_seconds=1.0) as url:
         status = judged(url, s, mr_event(12, head), head)
     assert status["status"] == "failed"
     assert status["description"].startswith("could not analyse: cannot read the change from GitLab")
     assert our_notes(s, 12) == []
+    assert "archive.tar.gz: HTTP 503" in caplog.text and TOKEN not in caplog.text
     assert all(c.path.startswith("/projects/") or c.path == "/user" for c in s.calls)
