@@ -87,6 +87,11 @@ def create_app(settings: Settings, *, rollout: PartsFactory | None = None,
     else:
         app.add_api_route("/webhooks/github", _webhook_not_configured, methods=["POST"],
                           include_in_schema=False)
+    from .webhooks.gitlab import build_router as build_gitlab_router
+
+    gitlab = build_gitlab_router(settings, pool=service.pool)
+    if gitlab is not None:  # mounted only with RAYSERVICE_IMPACT_GITLAB_WEBHOOK_SECRET
+        app.include_router(gitlab)
     # Included after the GitHub router: the reporter starts after (and stops before) its client.
     app.include_router(build_rollout_router(settings, reporter, getattr(webhook, "service", None)))
     # GitHub sends webhook payloads of up to 25 MB; the analysis API keeps the configured limit.

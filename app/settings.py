@@ -31,6 +31,12 @@ class Settings(BaseSettings):
     github_app_private_key_file: Path | None = None
     argocd_server: str | None = None
     argocd_token: SecretStr | None = None
+    # GitLab merge requests (issue 23; docs/gitlab.md): the instance, the token (PAT, project or
+    # group access token, scope api), the webhook's secret token, who may approve.
+    gitlab_url: str = "https://gitlab.com"
+    gitlab_token: SecretStr | None = None
+    gitlab_webhook_secret: SecretStr | None = None
+    gitlab_approve_level: int = Field(default=30, ge=10, le=50)  # 30 Developer, 40 Maintainer, 50 Owner
     fail_open: bool = False
     # Argo CD client and the live basis (issue 5; not in the contract's table; safe defaults).
     argocd_timeout_seconds: float = Field(default=10.0, gt=0)
@@ -96,7 +102,7 @@ class Settings(BaseSettings):
             raise ValueError("must be one of debug, info, warning, error")
         return value.lower()
 
-    @field_validator("github_api_url", "argocd_server", "rollout_service_url")
+    @field_validator("github_api_url", "argocd_server", "rollout_service_url", "gitlab_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is None:

@@ -15,9 +15,18 @@ request) and answers:
 * :meth:`Forge.may_approve`: whether a user may accept a hold.
 
 Implementations: :class:`app.forge.github.GitHubForge` and :class:`app.forge.gitlab.GitLabForge`.
-The forge-neutral flow is :mod:`app.forge.judge` (revisions, archives, render, verdict) and
-:mod:`app.forge.publish` (sticky note with stamps, binding and approval; status). Errors from a
-forge are :class:`app.clients.upstream.UpstreamError` (GitHubError, GitLabError).
+The forge-neutral flow, one function per step, used by both forges:
+
+* :mod:`app.forge.render`: both archives, capped, unpacked and rendered (GitHub's tarballs too);
+* :mod:`app.forge.verdict`: the rendered change's verdict (in the worker pool; GitHub's service
+  path too);
+* :mod:`app.forge.publish`: the sticky note with stamps, binding and approval (GitHub's comment
+  too, its quiet modes included), then the status;
+* :mod:`app.forge.judge`: the whole run (GitLab; GitHub keeps its own driver in
+  :mod:`app.github.flow`, which adds Argo CD rendering, merge groups, suggestions and the gate
+  over other pull requests with the same head).
+
+Errors from a forge are :class:`app.clients.upstream.UpstreamError` (GitHubError, GitLabError).
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 for the test merge commit, :mod:`app.github.own` for our comment, :func:`app.github.gate.status_url`
 for the status's subject, check-run annotations with an App, collaborator roles for approvals).
 
-The GitHub webhook flow (:mod:`app.github.flow`) still publishes through its own functions, which
-add what only GitHub has (comment modes from the repository's config, suggestions, the gate over
-other pull requests with the same head, merge groups); this class is the same pull request seen
-through the boundary, and :func:`app.forge.publish.post_sticky` writes the same comment body for it
-as :func:`app.github.flow.post_sticky_comment` (tests/app/test_gitlab_forge.py checks that).
+The GitHub webhook flow (:mod:`app.github.flow`) writes its sticky comment
+(:func:`app.forge.publish.post_sticky`, the same function as GitLab's note), its status and its check
+run through this class; around them it keeps what only GitHub has (comment modes from the
+repository's config, suggestions, the gate over other pull requests with the same head, merge
+groups, rendering by Argo CD).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 
 from app.clients.github import GitHubClient, TarballTooLarge
 from app.github.change import PullRequest
-from app.github.commands import WRITERS, permission_of
 from app.github.comment import Verdict
 from app.github.gate import status_url
 from app.github.own import find_sticky_comment
@@ -63,5 +62,7 @@ class GitHubForge:
         return True
 
     async def may_approve(self, user: str | int) -> tuple[bool, str]:
+        from app.github.commands import WRITERS, permission_of  # it imports the flow, which imports this
+
         role = await permission_of(self.gh, self.pr, str(user))
         return role in WRITERS, role

@@ -40,13 +40,15 @@ class GitLabForge:
 
     def __init__(self, gl: GitLabClient, project: str, iid: int, head_sha: str, *, web_url: str = "",
                  status_ref: str = "", approve_level: int = 30,
-                 checks: dict[str, int | None] | None = None) -> None:
+                 checks: dict[str, int | None] | None = None, mr: dict[str, Any] | None = None) -> None:
         self.gl, self.project, self.iid, self.head_sha = gl, project, iid, head_sha
         self.web_url, self.status_ref, self.approve_level = web_url, status_ref, approve_level
         self._checks = checks if checks is not None else {}  # project -> check id (None: none/not available)
+        self._mr = mr  # the merge request as just read, used once by revisions()
 
     async def revisions(self) -> Revisions:
-        return await resolve(self.gl, self.project, self.iid, self.head_sha)
+        mr, self._mr = self._mr, None
+        return await resolve(self.gl, self.project, self.iid, self.head_sha, mr=mr)
 
     async def archive(self, sha: str, max_bytes: int) -> bytes:
         try:

@@ -9,25 +9,20 @@ it, so the change holds; a host that cannot be read is an error status, never a 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
-from contextlib import ExitStack
 from typing import Any
 
-import diffing
 from app.clients.upstream import UpstreamError
-from app.errors import ServiceUnavailable
-from app.github.comment import Verdict, verdict_for_error, verdict_for_no_change
-from app.github.flow import AnalysisOptions, Outcome, notes_text, rendered_verdict
-from app.live import live_basis_for_texts
-from app.render.pipeline import RenderedChange, render_change
-from app.render.snapshot import Snapshot, SnapshotError, tarball_snapshot
-from diffing import Finding
+from app.github.comment import verdict_for_error
+from app.github.flow import AnalysisOptions, Outcome, notes_text
+from app.render.pipeline import RenderedChange
 
-from . import ArchiveTooLarge, Change, Forge, Revisions
+from . import Change, Forge, Revisions
 from .publish import publish
+from .render import render_archives
+from .verdict import verdict_of
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +42,7 @@ async def judge_and_publish(forge: Forge, change: Change, options: AnalysisOptio
         rendered = await render_revisions(forge, revisions, options, repo_url=repo_url)
     except UpstreamError as exc:
         log.error("%s: cannot read the change: %s", change.name, exc)
-        verdict = verdict_for_error(f"cannot read the change from {forge.host} ({exc})")
+        verdict = verdict_for_error(f"cannot read the change from {forge.host} ({exc})", comment=False)
         outcome = await publish(forge, change, verdict, footer="", key=options.approval_key, base=base,
                                 is_current=is_current, timings=timings)
         outcome.retryable = True
@@ -60,7 +55,7 @@ async def judge_and_publish(forge: Forge, change: Change, options: AnalysisOptio
     timings["render"] = time.monotonic() - started
     if not is_current():
         return Outcome("superseded")
-    verdict = await verdict_of(change, rendered, revisions, options)
+    verdict = await verdict_of(change.name, rendered, notes_text(revisions.notes), revisions.patches, options)
     timings["analyse"] = time.monotonic() - started
     footer = revisions.footer(VIA_ARCHIVES) + (f" · re-run by @{change.requested_by}"
                                                if change.requested_by else "")
@@ -70,69 +65,8 @@ async def judge_and_publish(forge: Forge, change: Change, options: AnalysisOptio
 
 async def render_revisions(forge: Forge, revisions: Revisions, options: AnalysisOptions, *,
                            repo_url: str = "") -> RenderedChange:
-    """Both archives (at once), then the render in a worker thread."""
-    changed = set(revisions.changed)
-    if not changed:
-        return RenderedChange()
+    """Both archives, rendered (:func:`app.forge.render.render_archives`)."""
     render_options = dataclasses.replace(options.render_options,
                                          repo_url=repo_url or options.render_options.repo_url)
-    sides = (("base", revisions.base), ("head", revisions.head))
-    blobs = await asyncio.gather(*(forge.archive(sha, options.tarball_max_bytes) for _, sha in sides),
-                                 return_exceptions=True)
-    notes = []
-    for (side, sha), blob in zip(sides, blobs, strict=True):
-        if isinstance(blob, ArchiveTooLarge):
-            notes.append(Finding("error", "render-failed", ARCHIVE_ROOT,
-                                 f"{side} ({sha[:12]}): the archive is larger than the {blob.limit}-byte cap "
-                                 "(RAYSERVICE_IMPACT_RENDER_TARBALL_MAX_BYTES), so nothing the change "
-                                 "touches could be rendered"))
-        elif isinstance(blob, BaseException):
-            raise blob
-    if notes:
-        return RenderedChange(notes=notes)
-    base, head = blobs
-    assert isinstance(base, bytes) and isinstance(head, bytes)
-    return await asyncio.to_thread(_render, base, head, revisions, changed, render_options)
-
-
-def _render(base: bytes, head: bytes, revisions: Revisions, changed: set[str],
-            options: Any) -> RenderedChange:
-    with ExitStack() as stack:
-        snaps: list[Snapshot] = []
-        for side, data, sha in (("base", base, revisions.base), ("head", head, revisions.head)):
-            try:
-                snaps.append(stack.enter_context(tarball_snapshot(data, sha)))
-            except SnapshotError as exc:
-                return RenderedChange(notes=[Finding("error", "render-failed", ARCHIVE_ROOT,
-                                                     f"{side} ({sha[:12]}): {exc}")])
-        return render_change(snaps[0], snaps[1], changed, options)
-
-
-async def verdict_of(change: Change, rendered: RenderedChange, revisions: Revisions,
-                     options: AnalysisOptions) -> Verdict:
-    """The verdict of a rendered change, in the worker pool when there is one (a runaway analysis
-    is killed, not waited for), else in a thread bounded by ``options.timeout``."""
-    if not rendered.before and not rendered.after and not rendered.notes:
-        return verdict_for_no_change()
-    note = notes_text(revisions.notes)
-    live = await live_basis_for_texts(rendered.after, enabled=options.live_enabled,
-                                      kuberay_version=options.kuberay_version, headroom=None,
-                                      timeout=options.kubernetes_timeout, budget=options.timeout)
-    kwargs = {"kuberay_version": options.kuberay_version, "policy": options.policy, "live": live}
-    try:
-        if options.pool is not None:
-            verdict: Verdict = await options.pool.call(rendered_verdict, rendered, kwargs, note,
-                                                       revisions.patches, timeout=options.timeout)
-        else:
-            verdict = await asyncio.wait_for(asyncio.to_thread(rendered_verdict, rendered, kwargs, note,
-                                                               revisions.patches), timeout=options.timeout)
-    except ServiceUnavailable as exc:
-        return verdict_for_error(exc.message)
-    except TimeoutError:
-        return verdict_for_error(f"the analysis took longer than {options.timeout:g} s")
-    except diffing.DiffingError as exc:
-        return verdict_for_error(str(exc))
-    except Exception as exc:  # noqa: BLE001 - a core bug must still leave a failed status
-        log.exception("%s: analysis failed", change.name)
-        return verdict_for_error(f"internal error ({type(exc).__name__})")
-    return verdict
+    return await render_archives(forge, revisions.base, revisions.head, revisions.changed, render_options,
+                                 max_bytes=options.tarball_max_bytes, word="archive", root=ARCHIVE_ROOT)

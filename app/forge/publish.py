@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from app.clients.upstream import UpstreamError
 from app.github.comment import (
@@ -23,14 +24,19 @@ from app.github.comment import (
     Verdict,
     approved,
     no_change_body,
+    numbers_of,
     pinned,
     render_body,
     shown_of,
+    shown_part,
     stamp_of,
 )
-from app.github.flow import Outcome
+from app.github.repo_config import ALWAYS
 
 from . import Change, Forge
+
+if TYPE_CHECKING:
+    from app.github.flow import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +45,8 @@ async def publish(forge: Forge, change: Change, verdict: Verdict, *, footer: str
                   base: tuple[str, str], is_current: Callable[[], bool] = lambda: True,
                   timings: dict[str, float] | None = None) -> Outcome:
     """Sticky note, then the status on the head (``base``: the branch and commit compared with)."""
+    from app.github.flow import Outcome
+
     timings = {} if timings is None else timings
     started = time.monotonic()
     if not is_current():
@@ -70,10 +78,26 @@ async def publish(forge: Forge, change: Change, verdict: Verdict, *, footer: str
     return outcome
 
 
+def wanted(mode: str, verdict: Verdict) -> bool:
+    """Whether a run creates the comment (none is there yet) in the repository's comment mode:
+    ``always`` for every result with a report; ``on-change`` when the change reaches a Ray object
+    or does not pass; ``on-hold`` when it does not pass (a hold, or an analysis that failed)."""
+    if mode == "on-hold":
+        return verdict.state != "success"
+    if mode == "on-change":
+        return verdict.touches or verdict.state != "success"
+    return True
+
+
 async def post_sticky(forge: Forge, change: Change, verdict: Verdict, footer: str, key: bytes,
-                      binding: Binding) -> tuple[str, Approval | None]:
-    """(what happened to the note: created | updated | unchanged | stale | none, the approval of
-    exactly this result it carries, if any)."""
+                      binding: Binding, mode: str = ALWAYS) -> tuple[str, Approval | None]:
+    """(what happened to the note: created | updated | unchanged | stale | quiet | none, the
+    approval of exactly this result it carries, if any).
+
+    In a quiet ``mode`` (GitHub's repository config, :mod:`app.github.repo_config`) no note is
+    created unless :func:`wanted`, and one whose stamped numbers (:func:`app.github.comment.numbers_digest`)
+    equal this result's keeps its report as it is: only the hidden stamps (head, base, report)
+    follow, so an approval binds to this head, and the footer says the report holds for it."""
     existing = await forge.find_sticky()
     shown = shown_of(existing, key) if existing is not None else None
     approval, void = carried(shown, binding, verdict)
@@ -84,15 +108,21 @@ async def post_sticky(forge: Forge, change: Change, verdict: Verdict, footer: st
         body = no_change_body(change.head_sha, change.updated_at, bound=binding.line(since))
         approval = None
     else:
+        if existing is None and not wanted(mode, verdict):
+            return "quiet", None
+        previous = str(existing.get("body") or "") if existing is not None else ""
+        keep = shown_part(previous) if (mode != ALWAYS and verdict.numbers
+                                        and numbers_of(previous) == verdict.numbers) else ""
         body = render_body(verdict.markdown, head_sha=change.head_sha, at=change.updated_at, footer=footer,
                            state=verdict.state, approval=approval.block(key) if approval else void,
-                           bound=binding.line(since), numbers=verdict.numbers)
+                           bound=binding.line(since), numbers=verdict.numbers, keep=keep)
     if existing is None:
         await forge.create_note(body)
         return "created", None
     stamp = stamp_of(str(existing.get("body") or ""))
     if stamp and change.updated_at and stamp[1] > change.updated_at:
-        log.info("%s: the note holds a newer result (%s); not overwritten", change.name, stamp[1])
+        log.info("%s: the %s holds a newer result (%s); not overwritten", change.name,
+                 "comment" if forge.host == "GitHub" else "note", stamp[1])
         return "stale", None
     if pinned(str(existing.get("body") or ""), since) == body:
         return "unchanged", approval

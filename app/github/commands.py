@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.clients.github import GitHubClient, GitHubError, GitHubNotFound
+from app.forge.github import GitHubForge
 
 from .change import PullRequest
 from .comment import (
@@ -142,8 +143,8 @@ async def _run(gh: GitHubClient, cmd: Command, *, key: bytes, check_run: bool,
                              "the GPU pool has room for the second cluster until Friday`. "
                              "Nothing was changed.")
         return Outcome("refused", "no reason", comment="replied")
-    role = await permission_of(gh, cmd.pr, cmd.user)
-    if role not in WRITERS:
+    allowed, role = await GitHubForge(gh, cmd.pr).may_approve(cmd.user)  # the forge boundary
+    if not allowed:
         what = "accepting a hold" if cmd.verb == "approve" else "re-running the analysis"
         await reply(gh, cmd, f"thank you, but {what} needs write access to this repository (yours is "
                              f"`{role}`). Please ask a maintainer. Nothing was changed.")

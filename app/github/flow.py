@@ -24,7 +24,10 @@ import diffing
 from app.annotate import rendered_locator
 from app.clients.argocd import ArgoCDClient, ArgoCDError
 from app.clients.github import GitHubClient, GitHubError
-from app.errors import ServiceUnavailable
+from app.forge import Change
+from app.forge.github import GitHubForge
+from app.forge.publish import post_sticky
+from app.forge.verdict import verdict_of
 from app.gitdiff import SUBMODULE_MOVED
 from app.live import live_basis_for_texts
 from app.render.pipeline import RenderedChange, RenderOptions, analyze_rendered
@@ -35,21 +38,14 @@ from .change import PullRequest, fetch_change
 from .comment import (
     Approval,
     Binding,
-    Shown,
     Verdict,
     approved,
     no_change_body,
-    numbers_of,
-    pinned,
-    render_body,
-    shown_of,
-    shown_part,
-    stamp_of,
     verdict_for_error,
     verdict_for_no_change,
     verdict_for_report,
 )
-from .gate import commit_lock, gate_on_commit, status_url
+from .gate import commit_lock, gate_on_commit
 from .own import find_sticky_comment
 from .rendering import RenderedPull, render_pull
 from .repo_config import ALWAYS, read_config
@@ -294,20 +290,8 @@ async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: An
         return verdict_for_no_change()
     note = notes_text(pull.revisions.all_notes if pull.revisions is not None else ())
     patches = pull.revisions.patches if pull.revisions is not None else {}
-    if options.pool is not None:  # worker processes: a runaway analysis is killed, not waited for
-        live = await live_basis_for_texts(rendered.after, enabled=options.live_enabled,
-                                          kuberay_version=options.kuberay_version, headroom=None,
-                                          timeout=options.kubernetes_timeout, budget=options.timeout)
-        kwargs = {"kuberay_version": options.kuberay_version, "policy": options.policy, "live": live}
-        try:
-            verdict: Verdict = await options.pool.call(rendered_verdict, rendered, kwargs, note, patches,
-                                                       timeout=options.timeout)
-        except ServiceUnavailable as exc:
-            return verdict_for_error(exc.message)
-        except Exception as exc:  # noqa: BLE001 - a core bug must still leave an error status
-            log.exception("%s: analysis failed", pr.full_name)
-            return verdict_for_error(f"internal error ({type(exc).__name__})")
-        return verdict
+    if options.pool is not None:  # worker processes (the service): the forge-neutral verdict
+        return await verdict_of(pr.full_name, rendered, note, patches, options)
     try:
         report = await analyse_rendered(rendered, options)
     except diffing.ManifestError as exc:
@@ -411,18 +395,15 @@ async def post_gate(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome
                     check_run: bool) -> None:
     """The ``rayservice-impact`` status (and, with an App, check run) on the head SHA; the status
     names what it is for (:func:`.gate.status_url`)."""
+    forge = GitHubForge(gh, pr, check_run=check_run)  # the forge boundary: status, check run
     try:
-        await gh.create_status(pr.owner, pr.repo, pr.head_sha, verdict.state, verdict.description,
-                               target_url=status_url(pr))
+        await forge.set_status(verdict)
     except GitHubError as exc:
         log.error("%s: status not posted: %s", pr.full_name, exc)
         outcome.state, outcome.retryable = "failed", True
     if check_run:
         try:
-            await gh.create_check_run(pr.owner, pr.repo, pr.head_sha, verdict.conclusion, verdict.title,
-                                      verdict.markdown or verdict.description,
-                                      annotations=verdict.annotations)
-            outcome.check_run = True
+            outcome.check_run = await forge.annotate(verdict)
         except GitHubError as exc:
             log.error("%s: check run not posted: %s", pr.full_name, exc)
 
@@ -436,65 +417,10 @@ async def post_sticky_comment(gh: GitHubClient, pr: PullRequest, verdict: Verdic
     return (await _post_sticky(gh, pr, verdict, footer, approval_key, binding, comment_mode))[0]
 
 
-def wanted(mode: str, verdict: Verdict) -> bool:
-    """Whether a run creates the comment (none is there yet) in the repository's comment mode:
-    ``always`` for every result with a report; ``on-change`` when the change reaches a Ray object
-    or does not pass; ``on-hold`` when it does not pass (a hold, or an analysis that failed)."""
-    if mode == "on-hold":
-        return verdict.state != "success"
-    if mode == "on-change":
-        return verdict.touches or verdict.state != "success"
-    return True
-
-
 async def _post_sticky(gh: GitHubClient, pr: PullRequest, verdict: Verdict, footer: str | None,
                        key: bytes, binding: Binding, mode: str = ALWAYS) -> tuple[str, Approval | None]:
-    """(what happened to the comment, the approval it carries of exactly this result, if any).
-
-    In a quiet ``mode`` no comment is created unless :func:`wanted`, and one whose stamped
-    numbers (:func:`.comment.numbers_digest`) equal this result's keeps its report as it is: only
-    the hidden stamps (head, base, report) follow, so an approval binds to this head, and the
-    footer says the report holds for it."""
-    existing = await find_sticky_comment(gh, pr)
-    if footer is None:
-        footer = footer_for(pr)
-    shown = shown_of(existing, key) if existing is not None else None
-    approval, void = _carried(shown, binding, verdict)
-    since = shown.since if shown is not None and shown.binding == binding else ""
-    if verdict.markdown is None:
-        if existing is None or verdict.state != "success":  # could not read the change: leave the last
-            return "none", None                              # result standing
-        body = no_change_body(pr.head_sha, pr.updated_at, bound=binding.line(since))
-        approval = None
-    else:
-        if existing is None and not wanted(mode, verdict):
-            return "quiet", None
-        previous = str(existing.get("body") or "") if existing is not None else ""
-        keep = shown_part(previous) if (mode != ALWAYS and verdict.numbers
-                                        and numbers_of(previous) == verdict.numbers) else ""
-        body = render_body(verdict.markdown, head_sha=pr.head_sha, at=pr.updated_at, footer=footer,
-                           state=verdict.state, approval=approval.block(key) if approval else void,
-                           bound=binding.line(since), numbers=verdict.numbers, keep=keep)
-    if existing is None:
-        await gh.create_comment(pr.owner, pr.repo, pr.number, body,
-                                find=lambda: find_sticky_comment(gh, pr))
-        return "created", None
-    stamp = stamp_of(existing.get("body", ""))
-    if stamp and pr.updated_at and stamp[1] > pr.updated_at:
-        log.info("%s: the comment holds a newer result (%s); not overwritten", pr.full_name, stamp[1])
-        return "stale", None
-    if pinned(str(existing.get("body") or ""), since) == body:
-        return "unchanged", approval
-    await gh.update_comment(pr.owner, pr.repo, int(existing["id"]), body)
-    return "updated", approval
-
-
-def _carried(shown: Shown | None, binding: Binding, verdict: Verdict) -> tuple[Approval | None, str]:
-    """(the approval that applies to this result, else the note on why an earlier one does not)."""
-    if shown is None or shown.approval is None:
-        return None, ""
-    if shown.approval.binding == binding:
-        return shown.approval, ""
-    if verdict.state == "success":
-        return None, ""
-    return None, shown.approval.void_block(binding.change_from(shown.approval.binding))
+    """(what happened to the comment, the approval it carries of exactly this result, if any):
+    :func:`app.forge.publish.post_sticky` through the forge boundary (quiet modes included)."""
+    change = Change(pr.full_name, pr.number, pr.head_sha, pr.base_ref, pr.updated_at)
+    footer = footer_for(pr) if footer is None else footer
+    return await post_sticky(GitHubForge(gh, pr), change, verdict, footer, key, binding, mode)

@@ -18,17 +18,15 @@ finding naming it: the change is then held, never approved unseen.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Iterable
-from contextlib import ExitStack
 from dataclasses import dataclass
 
 from app.clients.argocd import ArgoCDClient
-from app.clients.github import GitHubClient, TarballTooLarge
-from app.render.pipeline import RenderedChange, RenderOptions, render_change
-from app.render.snapshot import Snapshot, SnapshotError, tarball_snapshot
-from diffing import Finding
+from app.clients.github import GitHubClient
+from app.forge.github import GitHubForge
+from app.forge.render import render_archives, render_snapshots
+from app.render.pipeline import RenderedChange, RenderOptions
 
 from .argocd_render import render_with_argocd
 from .change import PullRequest
@@ -72,39 +70,13 @@ async def render_pull(gh: GitHubClient, pr: PullRequest, options: RenderOptions,
 
 async def render_from_tarballs(gh: GitHubClient, pr: PullRequest, changed: Iterable[str],
                                options: RenderOptions, *, max_bytes: int) -> RenderedChange:
-    """Download both revisions (at once: the render needs both), then render in a worker
-    thread: unpacking and the renderers' subprocesses must not block the event loop."""
-    changed = set(changed)
-    if not changed:
-        return RenderedChange()  # as ``git BASE HEAD`` with nothing changed: nothing to render
+    """Both revisions' tarballs through the forge boundary, rendered
+    (:func:`app.forge.render.render_archives`, GitLab's archives use it too)."""
     options = dataclasses.replace(options, repo_url=pr.repo_url or options.repo_url)
-    sides = (("base", pr.base_sha), ("head", pr.head_sha))
-    blobs = await asyncio.gather(*(gh.tarball(pr.owner, pr.repo, sha, max_bytes) for _, sha in sides),
-                                 return_exceptions=True)
-    notes = []
-    for (side, sha), blob in zip(sides, blobs, strict=True):
-        if isinstance(blob, TarballTooLarge):
-            notes.append(Finding("error", "render-failed", TARBALL_ROOT,
-                                 f"{side} ({sha[:12]}): the tarball is larger than the {max_bytes}-byte cap "
-                                 "(RAYSERVICE_IMPACT_RENDER_TARBALL_MAX_BYTES), so nothing the change "
-                                 "touches could be rendered"))
-        elif isinstance(blob, BaseException):
-            raise blob
-    if notes:
-        return RenderedChange(notes=notes)
-    base, head = blobs
-    assert isinstance(base, bytes) and isinstance(head, bytes)
-    return await asyncio.to_thread(_render_tarballs, base, head, pr, changed, options)
+    return await render_archives(GitHubForge(gh, pr), pr.base_sha, pr.head_sha, changed, options,
+                                 max_bytes=max_bytes, word="tarball", root=TARBALL_ROOT)
 
 
 def _render_tarballs(base: bytes, head: bytes, pr: PullRequest, changed: set[str],
                      options: RenderOptions) -> RenderedChange:
-    with ExitStack() as stack:
-        snaps: list[Snapshot] = []
-        for side, data, sha in (("base", base, pr.base_sha), ("head", head, pr.head_sha)):
-            try:
-                snaps.append(stack.enter_context(tarball_snapshot(data, sha)))
-            except SnapshotError as exc:
-                return RenderedChange(notes=[Finding("error", "render-failed", TARBALL_ROOT,
-                                                     f"{side} ({sha[:12]}): {exc}")])
-        return render_change(snaps[0], snaps[1], changed, options)
+    return render_snapshots(base, head, pr.base_sha, pr.head_sha, changed, options, TARBALL_ROOT)

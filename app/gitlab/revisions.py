@@ -80,9 +80,11 @@ async def changed_paths(gl: GitLabClient, project: str, base: str, head: str) ->
 
 async def resolve(gl: GitLabClient, project: str, iid: int, head: str, *,
                   waits: tuple[float, ...] = MERGEABLE_WAITS,
-                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> Revisions:
-    """What merge request ``iid`` of ``project`` (the target project) compares for ``head``."""
-    mr = await gl.merge_request(project, iid)
+                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                  mr: dict[str, Any] | None = None) -> Revisions:
+    """What merge request ``iid`` of ``project`` (the target project) compares for ``head``
+    (``mr``: its ``GET merge_requests/:iid`` when just read)."""
+    mr = mr if mr is not None else await gl.merge_request(project, iid)
     pending = list(waits)
     while True:
         ref = str(mr.get("target_branch") or "")
