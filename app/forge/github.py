@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.clients.github import GitHubClient, TarballTooLarge
+from app.clients.github import GitHubClient, GitHubNotFound, TarballTooLarge
 from app.github.change import PullRequest
 from app.github.comment import Verdict
 from app.github.gate import status_url
@@ -22,6 +22,9 @@ from app.github.own import find_sticky_comment
 from app.github.revisions import resolve
 
 from . import ArchiveTooLarge, Revisions
+
+# The repository roles that may accept a hold (``/rayservice-impact approve``).
+WRITERS = frozenset({"admin", "maintain", "write"})
 
 
 class GitHubForge:
@@ -62,7 +65,17 @@ class GitHubForge:
         return True
 
     async def may_approve(self, user: str | int) -> tuple[bool, str]:
-        from app.github.commands import WRITERS, permission_of  # it imports the flow, which imports this
-
         role = await permission_of(self.gh, self.pr, str(user))
         return role in WRITERS, role
+
+
+async def permission_of(gh: GitHubClient, pr: PullRequest, user: str) -> str:
+    """The user's role on the repository: ``role_name`` (admin, maintain, write, triage, read or
+    a custom role), else the legacy ``permission`` (GitHub maps maintain to write and triage to
+    read there); "none" for someone GitHub does not know as a collaborator."""
+    try:
+        data = await gh.collaborator_permission(pr.owner, pr.repo, user)
+    except GitHubNotFound:
+        return "none"
+    role, legacy = str(data.get("role_name") or ""), str(data.get("permission") or "none")
+    return role if role in WRITERS else legacy

@@ -1,7 +1,7 @@
 """Judging a change through a :class:`app.forge.Forge`: revisions, archives, render, verdict.
 
 The same pipeline as ``rayservice-impact git BASE HEAD`` (:func:`app.render.pipeline.render_change`
-on two unpacked archives) and the GitHub flow's verdict (:func:`app.github.flow.rendered_verdict`,
+on two unpacked archives) and the GitHub flow's verdict (:func:`app.forge.verdict.rendered_verdict`,
 in the service's worker pool when it has one), then :func:`app.forge.publish.publish`. A revision
 whose archive is over the cap or cannot be unpacked is a ``render-failed`` error finding naming
 it, so the change holds; a host that cannot be read is an error status, never a pass.
@@ -16,10 +16,10 @@ from typing import Any
 
 from app.clients.upstream import UpstreamError
 from app.github.comment import verdict_for_error
-from app.github.flow import AnalysisOptions, Outcome, notes_text
 from app.render.pipeline import RenderedChange
 
 from . import Change, Forge, Revisions
+from .options import AnalysisOptions, Outcome, notes_text
 from .publish import publish
 from .render import render_archives
 from .verdict import verdict_of

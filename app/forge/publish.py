@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from app.clients.upstream import UpstreamError
 from app.github.comment import (
@@ -34,9 +33,7 @@ from app.github.comment import (
 from app.github.repo_config import ALWAYS
 
 from . import Change, Forge
-
-if TYPE_CHECKING:
-    from app.github.flow import Outcome
+from .options import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +42,6 @@ async def publish(forge: Forge, change: Change, verdict: Verdict, *, footer: str
                   base: tuple[str, str], is_current: Callable[[], bool] = lambda: True,
                   timings: dict[str, float] | None = None) -> Outcome:
     """Sticky note, then the status on the head (``base``: the branch and commit compared with)."""
-    from app.github.flow import Outcome
 
     timings = {} if timings is None else timings
     started = time.monotonic()

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.clients.github import GitHubClient, GitHubError, GitHubNotFound
+from app.clients.github import GitHubClient, GitHubError
 from app.forge.github import GitHubForge
 
 from .change import PullRequest
@@ -45,7 +45,6 @@ from .own import find_reply, find_sticky_comment
 log = logging.getLogger(__name__)
 
 _COMMAND = re.compile(r"^/rayservice-impact(?:\s+(?P<verb>\S+))?(?P<rest>.*)$", re.DOTALL | re.IGNORECASE)
-WRITERS = frozenset({"admin", "maintain", "write"})
 USAGE = "`/rayservice-impact approve <reason>` or `/rayservice-impact rerun`"
 
 
@@ -93,18 +92,6 @@ def parse_command(payload: dict[str, Any]) -> tuple[Command | None, str]:
                        str(comment.get("created_at") or ""), pr, repo), ""
     except (KeyError, TypeError, ValueError) as exc:
         return None, f"issue_comment payload without {exc}"
-
-
-async def permission_of(gh: GitHubClient, pr: PullRequest, user: str) -> str:
-    """The user's role on the repository: ``role_name`` (admin, maintain, write, triage, read or
-    a custom role), else the legacy ``permission`` (GitHub maps maintain to write and triage to
-    read there); "none" for someone GitHub does not know as a collaborator."""
-    try:
-        data = await gh.collaborator_permission(pr.owner, pr.repo, user)
-    except GitHubNotFound:
-        return "none"
-    role, legacy = str(data.get("role_name") or ""), str(data.get("permission") or "none")
-    return role if role in WRITERS else legacy
 
 
 async def reply(gh: GitHubClient, cmd: Command, text: str) -> None:

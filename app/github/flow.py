@@ -17,22 +17,18 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 import diffing
-from app.annotate import rendered_locator
 from app.clients.argocd import ArgoCDClient, ArgoCDError
 from app.clients.github import GitHubClient, GitHubError
 from app.forge import Change
 from app.forge.github import GitHubForge
+from app.forge.options import AnalysisOptions, Outcome, notes_text
 from app.forge.publish import post_sticky
-from app.forge.verdict import verdict_of
+from app.forge.verdict import rendered_report_verdict, verdict_of
 from app.gitdiff import SUBMODULE_MOVED
 from app.live import live_basis_for_texts
-from app.render.pipeline import RenderedChange, RenderOptions, analyze_rendered
-from diffing.render.annotations import annotate
-from diffing.versions import DEFAULT
+from app.render.pipeline import RenderedChange, analyze_rendered
 
 from .change import PullRequest, fetch_change
 from .comment import (
@@ -49,46 +45,10 @@ from .gate import commit_lock, gate_on_commit
 from .own import find_sticky_comment
 from .rendering import RenderedPull, render_pull
 from .repo_config import ALWAYS, read_config
-from .revisions import MERGEABLE_WAITS, NOTE_PR_FILES_CAP, merge_group_entries, resolve
+from .revisions import NOTE_PR_FILES_CAP, merge_group_entries, resolve
 from .suggestions import edits_for, post_suggestions
 
-if TYPE_CHECKING:
-    from app.workers import AnalysisPool
-
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class AnalysisOptions:
-    kuberay_version: str = DEFAULT
-    policy: dict[str, Any] | None = None
-    timeout: float = 10.0
-    live_enabled: bool = False  # live basis from the Kubernetes API (the service runs in-cluster)
-    kubernetes_timeout: float = 10.0
-    pool: AnalysisPool | None = None  # the service's worker processes (None: a thread, for tools/tests)
-    # "auto": render what the PR deploys (tarballs, or Argo CD when a client is given);
-    # "none": the changed RayService/RayCluster/RayJob files as they are. The default keeps
-    # embedders' old behaviour.
-    render: str = "none"
-    render_options: RenderOptions = field(default_factory=RenderOptions)
-    tarball_max_bytes: int = 200 * 1024 * 1024
-    # Signs and verifies ``/rayservice-impact approve`` stamps (the webhook secret); empty: the
-    # stamps are neither written nor honoured.
-    approval_key: bytes = b""
-    mergeable_waits: tuple[float, ...] = MERGEABLE_WAITS  # polling GET pulls/{n} while mergeable is null
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What one run did; ``state`` is the posted status (or "superseded" / "failed")."""
-
-    state: str
-    description: str = ""
-    comment: str = "none"       # created | updated | unchanged | stale | quiet | none | failed
-    suggestions: str = "none"   # none | unchanged | posted N | failed (:mod:`.suggestions`)
-    check_run: bool = False
-    retryable: bool = False     # a GitHub failure, not a verdict: the same event may run again
-    timings: dict[str, float] = field(default_factory=dict)
 
 
 async def analyse(change_before: list[tuple[str, str]], change_after: list[tuple[str, str]],
@@ -114,11 +74,6 @@ async def analyse_rendered(rendered: RenderedChange, options: AnalysisOptions) -
         asyncio.to_thread(analyze_rendered, rendered, kuberay_version=options.kuberay_version,
                           policy=options.policy, live=live),
         timeout=options.timeout)
-
-
-def notes_text(notes: tuple[str, ...] | list[str]) -> str:
-    """Several notes as one (paragraphs of the comment's warning box)."""
-    return "\n>\n> ".join(notes)
 
 
 def footer_for(pr: PullRequest, via: str = "") -> str:
@@ -240,50 +195,6 @@ async def comment_mode(gh: GitHubClient, pr: PullRequest, base_sha: str,
     return verdict, config.comment
 
 
-def rendered_verdict(rendered: RenderedChange, kwargs: dict[str, Any], note: str,
-                     patches: dict[str, str] | None = None) -> Verdict:
-    """The verdict of a rendered change, computed where the analysis runs (a pool worker: only
-    plain values come back). Errors are verdicts too. ``patches``: the pull request's files list
-    (path -> patch), for the edits it can carry as suggestions."""
-    try:
-        report = analyze_rendered(rendered, **kwargs)
-    except diffing.ManifestError as exc:
-        return verdict_for_error(f"invalid manifest: {exc.message}")
-    except diffing.DiffingError as exc:
-        return verdict_for_error(str(exc))
-    if not report.resources and not report.findings and not report.not_analysed:
-        return verdict_for_no_change()  # rendered, but no Ray object (nor any problem) in it
-    verdict = _rendered_report_verdict(report, rendered, note, patches or {})
-    return dataclasses.replace(verdict, annotations=check_annotations(report, rendered))
-
-
-def _rendered_report_verdict(report: diffing.Report, rendered: RenderedChange, note: str,
-                             patches: dict[str, str]) -> Verdict:
-    locate = rendered_locator(rendered, rendered.read_head)
-    return verdict_for_report(report, note=note, locate=locate,
-                              edits=edits_for(report, rendered.read_head, patches, locate))
-
-
-def check_annotations(report: diffing.Report, rendered: RenderedChange) -> tuple[dict[str, Any], ...]:
-    """The report's annotations as the Checks API takes them, on files of the pull request only
-    (a root's label becomes the first changed file it reads)."""
-    items = annotate(report, rendered_locator(rendered, rendered.read_head))
-    out = []
-    for a in items:
-        path = a.file
-        if path in rendered.root_files:
-            files = rendered.root_files[path]
-            if not files:
-                continue
-            path = files[0]
-        if "(" in path or path.startswith("Application "):
-            continue
-        line = a.line or 1
-        out.append({"path": path, "start_line": line, "end_line": line, "annotation_level": a.level,
-                    "title": a.title[:255], "message": a.message[:64000]})
-    return tuple(out)
-
-
 async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: AnalysisOptions) -> Verdict:
     rendered = pull.rendered
     if not rendered.before and not rendered.after and not rendered.notes:
@@ -305,7 +216,7 @@ async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: An
         return verdict_for_error(f"internal error ({type(exc).__name__})")
     if not report.resources and not report.findings:
         return verdict_for_no_change()  # rendered, but no Ray object (nor any problem) in it
-    return _rendered_report_verdict(report, rendered, note, patches)
+    return rendered_report_verdict(report, rendered, note, patches)
 
 
 async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *, check_run: bool = False,

@@ -20,6 +20,7 @@ from typing import Any
 
 from app.clients.gitlab import GitLabClient, GitLabError
 from app.forge.gitlab import GitLabForge
+from app.forge.options import Outcome
 from app.github.change import PayloadError, PullRequest
 from app.github.comment import (
     MARKER,
@@ -35,7 +36,6 @@ from app.github.comment import (
     shown_of,
     with_approval,
 )
-from app.github.flow import Outcome
 
 from .mr import iso, job_from_api, project_path, split_path
 

@@ -11,8 +11,8 @@ from app.clients.gitlab import GitLabClient, GitLabError, GitLabNotFound
 from app.forge import Change
 from app.forge.gitlab import GitLabForge
 from app.forge.judge import judge_and_publish
+from app.forge.options import AnalysisOptions, Outcome
 from app.github.change import PullRequest
-from app.github.flow import AnalysisOptions, Outcome
 
 from .commands import status_ref
 from .mr import project_path

@@ -21,6 +21,7 @@ import diffing
 from diffing import Finding, Source
 from diffing.kube.scope import RAY_GROUP, decode, may_hold
 
+from .discovery import discover
 from .kustomize import render_kustomize
 from .process import RenderError, RenderLimits
 from .roots import (
@@ -29,7 +30,6 @@ from .roots import (
     PathIndex,
     RenderSource,
     Root,
-    discover,
     matches_directory,
     under,
     walk,
@@ -389,13 +389,13 @@ def _render_helm(snap: Snapshot, src: RenderSource, options: RenderOptions) -> s
 
 
 def _render_flux_kustomize(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
-    from .flux import render_flux_kustomization
+    from .flux_build import render_flux_kustomization
 
     return render_flux_kustomization(snap, src.path, src.flux, options.limits, renderer=options.kustomize)
 
 
 def _render_flux_helm(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
-    from .flux import chart_values_replaced, post_render
+    from .flux_build import chart_values_replaced, post_render
 
     with chart_values_replaced(snap, src.path, src.flux) as chart_snap:
         text = _render_helm(chart_snap, src, options)

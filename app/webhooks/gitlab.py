@@ -34,9 +34,9 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from app.clients.gitlab import GitLabClient, GitLabError, RetryPolicy
+from app.forge.options import AnalysisOptions, Outcome
 from app.github.change import PayloadError, PullRequest
 from app.github.dispatch import Dispatcher, Lru
-from app.github.flow import AnalysisOptions, Outcome
 from app.gitlab.commands import Command, parse_command, run_command, status_ref
 from app.gitlab.flow import run_merge_request
 from app.gitlab.mr import job_from_api, job_from_hook, should_analyse, split_path

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.render.flux import FluxKustomize, _scan, after_build, generate, render_flux_kustomization
+from app.render.flux import FluxKustomize
+from app.render.flux_build import _scan, after_build, generate, render_flux_kustomization
 from app.render.kustomize import find_tool
 from app.render.process import RenderLimits
 from app.render.snapshot import Snapshot

@@ -12,7 +12,7 @@ import yaml
 from fluxrepo import SOURCE, kustomization, make_flux_repo
 from gitops import IMAGE, NEW_TAG, REPO_URL, application, commit, edit_yaml, git, run, write
 
-from app.render.flux import substitute
+from app.render.flux_build import substitute
 from app.render.kustomize import find_tool
 
 pytestmark = pytest.mark.skipif(find_tool("kubectl") is None, reason="kubectl is not installed")

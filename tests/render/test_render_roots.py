@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from gitops import NEW_TAG, REPO_URL, application, commit, edit_yaml, git, make_repo, run, write
 
+from app.render.discovery import discover
 from app.render.kustomize import edit_kustomization, find_tool, parse_image
 from app.render.process import RenderError, RenderLimits
-from app.render.roots import KustomizeOptions, discover, normalize_repo_url
+from app.render.roots import KustomizeOptions, normalize_repo_url
 from app.render.snapshot import Snapshot
 
 needs_kubectl = pytest.mark.skipif(find_tool("kubectl") is None, reason="kubectl is not installed")
