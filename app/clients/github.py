@@ -29,7 +29,7 @@ from urllib.parse import quote
 import httpx
 import jwt
 
-from .rest import BackoffPolicy, ForgeError, discard, read_capped
+from .rest import BackoffPolicy, ForgeError, discard, post_once, read_capped
 
 log = logging.getLogger(__name__)
 
@@ -405,22 +405,15 @@ class GitHubClient:
         stored it, so before trying again ``find()`` looks for it (the sticky comment's marker)
         and, when there, that comment is edited instead: never two comments."""
         path = f"/repos/{_q(owner)}/{_q(repo)}/issues/{number}/comments"
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return (await self.request("POST", path, json={"body": body}, idempotent=False)).json()
-            except GitHubUncertain as exc:
-                if find is not None:
-                    found = await find()
-                    if found is not None:
-                        log.warning("github POST %s: %s; the comment was stored, editing it", path, exc)
-                        return await self.update_comment(owner, repo, int(found["id"]), body)
-                if attempt >= self.retry.max_attempts:
-                    raise
-                wait = self._backoff(attempt)
-                log.warning("github POST %s: %s; not stored, retrying in %.1fs", path, exc, wait)
-                await self._sleep(wait)
+
+        async def post() -> dict[str, Any]:
+            return (await self.request("POST", path, json={"body": body}, idempotent=False)).json()
+
+        async def edit(found: dict[str, Any]) -> dict[str, Any]:
+            return await self.update_comment(owner, repo, int(found["id"]), body)
+
+        return await post_once(post, find, edit, uncertain=GitHubUncertain, policy=self.retry,
+                               sleep=self._sleep, log=log, label=f"github POST {path}", noun="comment")
 
     def review_comments(self, owner: str, repo: str, number: int) -> AsyncIterator[dict[str, Any]]:
         """``GET pulls/{n}/comments``: the review comments on the pull request's diff, each with its

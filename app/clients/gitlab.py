@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .rest import BackoffPolicy, ForgeError, discard, read_capped
+from .rest import BackoffPolicy, ForgeError, discard, post_once, read_capped
 
 log = logging.getLogger(__name__)
 
@@ -249,22 +249,15 @@ class GitLabClient:
         """POST a note. Not idempotent: after a 5xx or a lost answer ``find()`` looks for it first
         and edits it when it was stored, so there are never two."""
         path = f"{_at(project)}/merge_requests/{int(iid)}/notes"
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return dict((await self.request("POST", path, json={"body": body}, idempotent=False)).json())
-            except GitLabUncertain as exc:
-                if find is not None:
-                    found = await find()
-                    if found is not None:
-                        log.warning("gitlab POST %s: %s; the note was stored, editing it", path, exc)
-                        return await self.update_note(project, iid, int(found["id"]), body)
-                if attempt >= self.retry.max_attempts:
-                    raise
-                wait = self._backoff(attempt)
-                log.warning("gitlab POST %s: %s; not stored, retrying in %.1fs", path, exc, wait)
-                await self._sleep(wait)
+
+        async def post() -> dict[str, Any]:
+            return dict((await self.request("POST", path, json={"body": body}, idempotent=False)).json())
+
+        async def edit(found: dict[str, Any]) -> dict[str, Any]:
+            return await self.update_note(project, iid, int(found["id"]), body)
+
+        return await post_once(post, find, edit, uncertain=GitLabUncertain, policy=self.retry,
+                               sleep=self._sleep, log=log, label=f"gitlab POST {path}", noun="note")
 
     async def update_note(self, project: int | str, iid: int, note_id: int, body: str) -> dict[str, Any]:
         path = f"{_at(project)}/merge_requests/{int(iid)}/notes/{int(note_id)}"

@@ -6,12 +6,16 @@ and its own error names (``GitHubError``, ``GitLabError``), derived from :class:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import httpx
 
 from .upstream import UpstreamError
+
+T = TypeVar("T")
 
 
 class ForgeError(UpstreamError):
@@ -43,6 +47,33 @@ class BackoffPolicy:
     def exhausted(self, attempt: int, spent: float, wait: float) -> bool:
         """True when attempt ``attempt`` was the last, or waiting ``wait`` more would overrun the budget."""
         return attempt >= self.max_attempts or spent + wait > self.budget
+
+
+async def post_once(post: Callable[[], Awaitable[T]],
+                    find: Callable[[], Awaitable[dict[str, Any] | None]] | None,
+                    edit: Callable[[dict[str, Any]], Awaitable[T]], *, uncertain: type[Exception],
+                    policy: BackoffPolicy, sleep: Callable[[float], Awaitable[None]], log: logging.Logger,
+                    label: str, noun: str) -> T:
+    """``post()`` a comment or note, never twice. A POST is not idempotent: after an ``uncertain``
+    failure (a 5xx or a lost answer) the forge may have stored it, so ``find()`` looks for it
+    first and, when it is there, ``edit(found)`` updates it instead; otherwise the POST is tried
+    again after the backoff wait, up to ``policy.max_attempts``. ``label``/``noun`` name it in logs."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await post()
+        except uncertain as exc:
+            if find is not None:
+                found = await find()
+                if found is not None:
+                    log.warning("%s: %s; the %s was stored, editing it", label, exc, noun)
+                    return await edit(found)
+            if attempt >= policy.max_attempts:
+                raise
+            wait = policy.backoff_wait(attempt)
+            log.warning("%s: %s; not stored, retrying in %.1fs", label, exc, wait)
+            await sleep(wait)
 
 
 async def discard(resp: httpx.Response) -> None:
