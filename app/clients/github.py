@@ -1,6 +1,6 @@
 """An async GitHub REST client: the endpoints of the contract's GitHub flow, retries, App auth.
 
-Errors (``UpstreamError`` family, :mod:`app.clients.upstream`)::
+Errors (``UpstreamError`` family via :class:`app.clients.rest.ForgeError`)::
 
     GitHubError                 any answer we cannot use (status, method, path; never a token)
     ├── GitHubNotFound          404 that outlived the brief eventual-consistency retry
@@ -29,7 +29,7 @@ from urllib.parse import quote
 import httpx
 import jwt
 
-from .upstream import UpstreamError
+from .rest import BackoffPolicy, ForgeError, discard, post_once, read_capped
 
 log = logging.getLogger(__name__)
 
@@ -42,15 +42,11 @@ MAX_REDIRECTS = 3  # api.github.com -> codeload.github.com is one
 ACTIONS_BOT = "github-actions[bot]"  # who writes with a GitHub Actions workflow's GITHUB_TOKEN
 
 
-class GitHubError(UpstreamError):
+class GitHubError(ForgeError):
     """GitHub answered something we cannot use."""
 
     service = "github"
-
-    def __init__(self, method: str, path: str, status: int | None, detail: str = "") -> None:
-        what = f"HTTP {status}" if status is not None else "no answer"
-        super().__init__(f"GitHub {method} {path}: {what}" + (f": {detail}" if detail else ""), status=status)
-        self.method, self.path, self.detail = method, path, detail
+    host = "GitHub"
 
 
 class GitHubUncertain(GitHubError):
@@ -76,11 +72,9 @@ class TarballTooLarge(GitHubError):
 
 
 @dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    budget: float = 120.0          # total seconds one call may spend waiting
-    max_attempts: int = 8
-    backoff: float = 0.5           # first 5xx wait, doubled each time
-    max_backoff: float = 30.0
+class RetryPolicy(BackoffPolicy):
+    """:class:`BackoffPolicy` (budget 120 s, 8 attempts, 0.5 s doubling to 30 s) and GitHub's waits."""
+
     secondary_wait: float = 60.0   # GitHub: "wait at least one minute" without a hint
     not_found_waits: tuple[float, ...] = (0.5, 1.0, 2.0)
     write_interval: float = 1.0    # GitHub: at least 1 s between mutating requests
@@ -258,11 +252,7 @@ class GitHubClient:
                 if resp.status_code < 400:
                     return resp
                 if stream:  # the error's body is small; read it for the message, free the connection
-                    try:
-                        await resp.aread()
-                    except httpx.TransportError:
-                        pass
-                    await resp.aclose()
+                    await discard(resp)
                 if resp.status_code == 401 and self.token is not None and auth and not refreshed:
                     refreshed = True  # an expired installation token: mint a new one once
                     continue
@@ -275,7 +265,7 @@ class GitHubClient:
                 if wait is None:
                     cls = GitHubNotFound if resp.status_code == 404 else GitHubError
                     raise cls(method, shown, resp.status_code, _message(resp))
-            if attempt >= self.retry.max_attempts or spent + wait > self.retry.budget:
+            if self.retry.exhausted(attempt, spent, wait):
                 raise GitHubRetryExhausted(method, shown, resp.status_code if resp is not None else None,
                                            f"gave up after {attempt} attempts ({why})")
             log.warning("github %s %s: %s; retrying in %.1fs", method, shown, why, wait)
@@ -283,7 +273,7 @@ class GitHubClient:
             await self._sleep(wait)
 
     def _backoff(self, attempt: int) -> float:
-        return min(self.retry.backoff * 2 ** (attempt - 1), self.retry.max_backoff)
+        return self.retry.backoff_wait(attempt)
 
     def _wait_for(self, resp: httpx.Response, attempt: int) -> tuple[float | None, str]:
         """How long to wait before retrying ``resp`` (None: do not retry)."""
@@ -347,7 +337,7 @@ class GitHubClient:
                 if 300 <= resp.status_code < 400:
                     url, auth = self._redirect_target(resp, path)
                     continue
-                return await _read_capped(resp, path, max_bytes)
+                return await read_capped(resp, path, max_bytes, TarballTooLarge, GitHubError)
             finally:
                 await resp.aclose()
         raise GitHubError("GET", path, None, f"more than {MAX_REDIRECTS} redirects")
@@ -415,22 +405,15 @@ class GitHubClient:
         stored it, so before trying again ``find()`` looks for it (the sticky comment's marker)
         and, when there, that comment is edited instead: never two comments."""
         path = f"/repos/{_q(owner)}/{_q(repo)}/issues/{number}/comments"
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return (await self.request("POST", path, json={"body": body}, idempotent=False)).json()
-            except GitHubUncertain as exc:
-                if find is not None:
-                    found = await find()
-                    if found is not None:
-                        log.warning("github POST %s: %s; the comment was stored, editing it", path, exc)
-                        return await self.update_comment(owner, repo, int(found["id"]), body)
-                if attempt >= self.retry.max_attempts:
-                    raise
-                wait = self._backoff(attempt)
-                log.warning("github POST %s: %s; not stored, retrying in %.1fs", path, exc, wait)
-                await self._sleep(wait)
+
+        async def post() -> dict[str, Any]:
+            return (await self.request("POST", path, json={"body": body}, idempotent=False)).json()
+
+        async def edit(found: dict[str, Any]) -> dict[str, Any]:
+            return await self.update_comment(owner, repo, int(found["id"]), body)
+
+        return await post_once(post, find, edit, uncertain=GitHubUncertain, policy=self.retry,
+                               sleep=self._sleep, log=log, label=f"github POST {path}", noun="comment")
 
     def review_comments(self, owner: str, repo: str, number: int) -> AsyncIterator[dict[str, Any]]:
         """``GET pulls/{n}/comments``: the review comments on the pull request's diff, each with its
@@ -524,24 +507,6 @@ class _WriteGate:
             if delay > 0:
                 await self._sleep(delay)
             self._next = self._clock() + self.interval
-
-
-async def _read_capped(resp: httpx.Response, path: str, max_bytes: int) -> bytes:
-    declared = resp.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
-        raise TarballTooLarge(path, max_bytes)
-    chunks: list[bytes] = []
-    total = 0
-    try:
-        async for chunk in resp.aiter_bytes():
-            total += len(chunk)
-            if total > max_bytes:
-                raise TarballTooLarge(path, max_bytes)
-            chunks.append(chunk)
-    except httpx.TransportError as exc:
-        raise GitHubError("GET", path, resp.status_code,
-                          f"the download broke off after {total} bytes ({type(exc).__name__})") from None
-    return b"".join(chunks)
 
 
 def _message(resp: httpx.Response) -> str:

@@ -1,6 +1,6 @@
 """An async GitLab REST (v4) client: the endpoints the merge request flow needs, with retries.
 
-Errors (``UpstreamError`` family, :mod:`app.clients.upstream`)::
+Errors (``UpstreamError`` family via :class:`app.clients.rest.ForgeError`)::
 
     GitLabError                 any answer we cannot use (method, path, status; never the token)
     ├── GitLabNotFound          404 (the object does not exist or the token may not see it)
@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .upstream import UpstreamError
+from .rest import BackoffPolicy, ForgeError, discard, post_once, read_capped
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +45,11 @@ USER_AGENT = "rayservice-impact"
 STATES = frozenset({"pending", "running", "success", "failed", "canceled"})
 
 
-class GitLabError(UpstreamError):
+class GitLabError(ForgeError):
     """GitLab answered something we cannot use."""
 
     service = "gitlab"
-
-    def __init__(self, method: str, path: str, status: int | None, detail: str = "") -> None:
-        what = f"HTTP {status}" if status is not None else "no answer"
-        super().__init__(f"GitLab {method} {path}: {what}" + (f": {detail}" if detail else ""), status=status)
-        self.method, self.path, self.detail = method, path, detail
+    host = "GitLab"
 
 
 class GitLabNotFound(GitLabError):
@@ -76,11 +72,10 @@ class ArchiveTooLarge(GitLabError):
 
 
 @dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    budget: float = 120.0
+class RetryPolicy(BackoffPolicy):
+    """:class:`BackoffPolicy` with 6 attempts, and the wait for a 429 without a hint."""
+
     max_attempts: int = 6
-    backoff: float = 0.5
-    max_backoff: float = 30.0
     rate_limit_wait: float = 60.0  # a 429 without a hint
 
 
@@ -132,11 +127,7 @@ class GitLabClient:
                 if resp.status_code < 400:
                     return resp
                 if stream:
-                    try:
-                        await resp.aread()
-                    except httpx.TransportError:
-                        pass
-                    await resp.aclose()
+                    await discard(resp)
                 status = resp.status_code
                 if status >= 500 and not idempotent:
                     raise GitLabUncertain(method, shown, status, _message(resp))
@@ -145,14 +136,14 @@ class GitLabClient:
                     cls = GitLabNotFound if status == 404 else GitLabError
                     raise cls(method, shown, status, _message(resp))
                 wait, why = found
-            if attempt >= self.retry.max_attempts or spent + wait > self.retry.budget:
+            if self.retry.exhausted(attempt, spent, wait):
                 raise GitLabRetryExhausted(method, shown, status, f"gave up after {attempt} attempts ({why})")
             log.warning("gitlab %s %s: %s; retrying in %.1fs", method, shown, why, wait)
             spent += wait
             await self._sleep(wait)
 
     def _backoff(self, attempt: int) -> float:
-        return min(self.retry.backoff * 2 ** (attempt - 1), self.retry.max_backoff)
+        return self.retry.backoff_wait(attempt)
 
     def _wait_for(self, resp: httpx.Response, attempt: int) -> tuple[float, str] | None:
         status, h = resp.status_code, resp.headers
@@ -170,7 +161,8 @@ class GitLabClient:
     async def get_json(self, path: str, params: Any = None) -> Any:
         resp = await self.request("GET", path, params=params, stream=True)
         try:
-            data = await _read_capped(resp, httpx.URL(str(resp.request.url)).path, MAX_JSON_BYTES, _too_long)
+            data = await read_capped(resp, httpx.URL(str(resp.request.url)).path, MAX_JSON_BYTES, _too_long,
+                                     GitLabError)
         finally:
             await resp.aclose()
         try:
@@ -243,7 +235,7 @@ class GitLabClient:
         path = f"{_at(project)}/repository/archive.tar.gz"
         resp = await self.request("GET", path, params={"sha": sha}, stream=True)
         try:
-            return await _read_capped(resp, path, max_bytes, ArchiveTooLarge)
+            return await read_capped(resp, path, max_bytes, ArchiveTooLarge, GitLabError)
         finally:
             await resp.aclose()
 
@@ -257,22 +249,15 @@ class GitLabClient:
         """POST a note. Not idempotent: after a 5xx or a lost answer ``find()`` looks for it first
         and edits it when it was stored, so there are never two."""
         path = f"{_at(project)}/merge_requests/{int(iid)}/notes"
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return dict((await self.request("POST", path, json={"body": body}, idempotent=False)).json())
-            except GitLabUncertain as exc:
-                if find is not None:
-                    found = await find()
-                    if found is not None:
-                        log.warning("gitlab POST %s: %s; the note was stored, editing it", path, exc)
-                        return await self.update_note(project, iid, int(found["id"]), body)
-                if attempt >= self.retry.max_attempts:
-                    raise
-                wait = self._backoff(attempt)
-                log.warning("gitlab POST %s: %s; not stored, retrying in %.1fs", path, exc, wait)
-                await self._sleep(wait)
+
+        async def post() -> dict[str, Any]:
+            return dict((await self.request("POST", path, json={"body": body}, idempotent=False)).json())
+
+        async def edit(found: dict[str, Any]) -> dict[str, Any]:
+            return await self.update_note(project, iid, int(found["id"]), body)
+
+        return await post_once(post, find, edit, uncertain=GitLabUncertain, policy=self.retry,
+                               sleep=self._sleep, log=log, label=f"gitlab POST {path}", noun="note")
 
     async def update_note(self, project: int | str, iid: int, note_id: int, body: str) -> dict[str, Any]:
         path = f"{_at(project)}/merge_requests/{int(iid)}/notes/{int(note_id)}"
@@ -308,24 +293,6 @@ class GitLabClient:
         except GitLabNotFound:
             return 0
         return int(data.get("access_level") or 0)
-
-
-async def _read_capped(resp: httpx.Response, path: str, max_bytes: int, too_large: Any) -> bytes:
-    declared = resp.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
-        raise too_large(path, max_bytes)
-    chunks: list[bytes] = []
-    total = 0
-    try:
-        async for chunk in resp.aiter_bytes():
-            total += len(chunk)
-            if total > max_bytes:
-                raise too_large(path, max_bytes)
-            chunks.append(chunk)
-    except httpx.TransportError as exc:
-        raise GitLabError("GET", path, resp.status_code,
-                          f"the download broke off after {total} bytes ({type(exc).__name__})") from None
-    return b"".join(chunks)
 
 
 def _too_long(path: str, limit: int) -> GitLabError:

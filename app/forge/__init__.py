@@ -73,16 +73,25 @@ class Revisions:
 
     def footer(self, via: str = "", word: str = "merge") -> str:
         """The note's last line: which commits were compared and, when rendered, which way."""
-        b, h, s = self.base[:7], self.head[:7], self.status_sha[:7]
-        ref = f" ({self.base_ref})" if self.base_ref else ""
-        if self.form in ("merge", "train"):
-            what = "merge train commit" if self.form == "train" else word
-            text = f"rayservice-impact · base `{b}`{ref} → {what} `{h}` of head `{s}`"
-        elif self.form == "merge-base":
-            text = f"rayservice-impact · merge base `{b}` → head `{h}`"
-        else:
-            text = f"rayservice-impact · base `{b}` → head `{h}`"
-        return text + (f" · {via}" if via else "")
+        return footer_line(self.form, self.base, self.head, self.status_sha, self.base_ref, via, word)
+
+
+def footer_line(form: str, base: str, head: str, status_sha: str, base_ref: str = "", via: str = "",
+                word: str = "merge") -> str:
+    """The comment's or note's last line, the same on every forge: which commits were compared
+    (``form``: merge | train | merge-base | merge-group | event) and, when rendered, which way."""
+    b, h, s = base[:7], head[:7], status_sha[:7]
+    ref = f" ({base_ref})" if base_ref else ""
+    if form in ("merge", "train"):
+        what = "merge train commit" if form == "train" else word
+        text = f"rayservice-impact · base `{b}`{ref} → {what} `{h}` of head `{s}`"
+    elif form == "merge-base":
+        text = f"rayservice-impact · merge base `{b}` → head `{h}`"
+    elif form == "merge-group":
+        text = f"rayservice-impact · base `{b}`{ref} → merge group `{h}`"
+    else:
+        text = f"rayservice-impact · base `{b}` → head `{h}`"
+    return text + (f" · {via}" if via else "")
 
 
 class Forge(Protocol):

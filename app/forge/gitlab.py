@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from app.clients.gitlab import ArchiveTooLarge as ClientTooLarge
@@ -57,22 +58,19 @@ class GitLabForge:
             raise ArchiveTooLarge(sha, exc.limit) from None
 
     async def find_sticky(self) -> dict[str, Any] | None:
-        """Our note carrying the marker. Who we are is asked only when such a note turns up."""
-        me: int | None = None
-        async for note in self.gl.notes(self.project, self.iid):
-            if note.get("system") or not is_ours(str(note.get("body") or "")):
-                continue
-            if me is None:
-                me = int((await self.gl.user())["id"])
-            if int((note.get("author") or {}).get("id") or -1) == me:
-                return dict(note)
-        return None
+        """Our note carrying the marker (never a system note)."""
+        return await self._find_own(lambda note: not note.get("system") and
+                                    is_ours(str(note.get("body") or "")))
 
     async def find_note(self, wanted: Any) -> dict[str, Any] | None:
         """Our first note whose body is ``wanted`` (replies to commands)."""
+        return await self._find_own(lambda note: bool(wanted(str(note.get("body") or ""))))
+
+    async def _find_own(self, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+        """Our first note that ``match``es. Who we are is asked only when such a note turns up."""
         me: int | None = None
         async for note in self.gl.notes(self.project, self.iid):
-            if not wanted(str(note.get("body") or "")):
+            if not match(note):
                 continue
             if me is None:
                 me = int((await self.gl.user())["id"])

@@ -15,7 +15,6 @@ before the result it would accept was shown is refused. Each command is answered
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -26,17 +25,17 @@ from app.forge.github import GitHubForge
 
 from .change import PullRequest
 from .comment import (
-    MARKER,
-    REPLY_MARKER,
     Approval,
     Shown,
     Verdict,
-    clean_reason,
+    command_refusal,
+    command_words,
     instant,
     pinned,
     reply_body,
     shown_of,
     with_approval,
+    written_by_us,
 )
 from .flow import Outcome, gate_for_head, post_gate
 from .gate import commit_lock
@@ -44,8 +43,6 @@ from .own import find_reply, find_sticky_comment
 
 log = logging.getLogger(__name__)
 
-_COMMAND = re.compile(r"^/rayservice-impact(?:\s+(?P<verb>\S+))?(?P<rest>.*)$", re.DOTALL | re.IGNORECASE)
-USAGE = "`/rayservice-impact approve <reason>` or `/rayservice-impact rerun`"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,22 +70,19 @@ def parse_command(payload: dict[str, Any]) -> tuple[Command | None, str]:
     if user.get("type") == "Bot" or login.endswith("[bot]"):
         return None, "a comment by a bot"
     body = str(comment.get("body") or "")
-    if body.lstrip().startswith(MARKER) or REPLY_MARKER in body:
+    if written_by_us(body):
         return None, "one of our own comments"
-    first = body.strip()
-    m = _COMMAND.match(first)
-    if not m or not login or (m["rest"] and not m["verb"] and not m["rest"][:1].isspace()):
+    words = command_words(body)
+    if words is None or not login:
         return None, "not a /rayservice-impact command"
-    verb = (m["verb"] or "").lower()
-    if verb not in ("approve", "rerun"):
-        verb = "unknown"
+    verb, reason = words
     try:
         installation = payload.get("installation") or {}
         pr = PullRequest(owner=str(repo["owner"]["login"]), repo=str(repo["name"]),
                          number=int(issue["number"]), base_sha="", head_sha="",
                          installation_id=int(installation["id"]) if "id" in installation else None,
                          repo_url=str(repo.get("clone_url") or repo.get("html_url") or ""))
-        return Command(verb, clean_reason(m["rest"] or ""), login, int(comment["id"]),
+        return Command(verb, reason, login, int(comment["id"]),
                        str(comment.get("created_at") or ""), pr, repo), ""
     except (KeyError, TypeError, ValueError) as exc:
         return None, f"issue_comment payload without {exc}"
@@ -122,14 +116,10 @@ async def run_command(gh: GitHubClient, cmd: Command, *, key: bytes, check_run: 
 
 async def _run(gh: GitHubClient, cmd: Command, *, key: bytes, check_run: bool,
                submit: Callable[[PullRequest], str]) -> Outcome:
-    if cmd.verb == "unknown":
-        await reply(gh, cmd, f"I only know {USAGE}. Nothing was changed.")
-        return Outcome("refused", "unknown command", comment="replied")
-    if cmd.verb == "approve" and not cmd.reason:
-        await reply(gh, cmd, "an approval needs a reason, on the record: e.g. `/rayservice-impact approve "
-                             "the GPU pool has room for the second cluster until Friday`. "
-                             "Nothing was changed.")
-        return Outcome("refused", "no reason", comment="replied")
+    invalid = command_refusal(cmd.verb, cmd.reason)
+    if invalid is not None:
+        await reply(gh, cmd, invalid[1])
+        return Outcome("refused", invalid[0], comment="replied")
     allowed, role = await GitHubForge(gh, cmd.pr).may_approve(cmd.user)  # the forge boundary
     if not allowed:
         what = "accepting a hold" if cmd.verb == "approve" else "re-running the analysis"

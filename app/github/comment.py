@@ -430,6 +430,39 @@ def clean_reason(text: str) -> str:
     return " ".join(text.split())[:MAX_REASON]
 
 
+_COMMAND = re.compile(r"^/rayservice-impact(?:\s+(?P<verb>\S+))?(?P<rest>.*)$", re.DOTALL | re.IGNORECASE)
+COMMAND_USAGE = "`/rayservice-impact approve <reason>` or `/rayservice-impact rerun`"
+
+
+def written_by_us(body: str) -> bool:
+    """Our sticky comment/note or one of our replies: never a command, whatever it quotes."""
+    return body.lstrip().startswith(MARKER) or REPLY_MARKER in body
+
+
+def command_words(body: str) -> tuple[str, str] | None:
+    """(verb, reason) of a ``/rayservice-impact <verb> <reason>`` comment or note, the same on every
+    forge: verb ``approve``, ``rerun`` or ``unknown`` (any other word), the reason's whitespace
+    collapsed and cut at :data:`MAX_REASON`; None when ``body`` is not a command (it must start
+    with ``/rayservice-impact`` followed by whitespace or nothing)."""
+    m = _COMMAND.match(body.strip())
+    if not m or (m["rest"] and not m["verb"] and not m["rest"][:1].isspace()):
+        return None
+    verb = (m["verb"] or "").lower()
+    return (verb if verb in ("approve", "rerun") else "unknown"), clean_reason(m["rest"] or "")
+
+
+def command_refusal(verb: str, reason: str) -> tuple[str, str] | None:
+    """(why, the reply) for a command no one may give, on any forge: an unknown verb, an approval
+    without a reason; None otherwise (who wrote it is checked next)."""
+    if verb == "unknown":
+        return "unknown command", f"I only know {COMMAND_USAGE}. Nothing was changed."
+    if verb == "approve" and not reason:
+        return "no reason", ("an approval needs a reason, on the record: e.g. `/rayservice-impact approve "
+                             "the GPU pool has room for the second cluster until Friday`. "
+                             "Nothing was changed.")
+    return None
+
+
 def reply_body(user: str, text: str, comment_id: int) -> str:
     """An answer to the command in comment ``comment_id``; the hidden mark lets a retry find it."""
     return f"{REPLY_MARKER}\n@{user} {text}\n<!-- rayservice-impact:reply-to={comment_id} -->"

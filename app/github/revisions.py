@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.clients.github import GitHubClient, GitHubError, GitHubNotFound
+from app.forge import footer_line
 
 from .change import FILES_CAP, PullRequest, fetch_changed_paths
 
@@ -85,17 +86,7 @@ class Revisions:
 
     def footer(self, via: str = "") -> str:
         """The comment's last line: which commits were compared and, when rendered, which way."""
-        b, h, s = self.base[:7], self.head[:7], self.status_sha[:7]
-        ref = f" ({self.base_ref})" if self.base_ref else ""
-        if self.form == "merge":
-            text = f"rayservice-impact · base `{b}`{ref} → merge `{h}` of head `{s}`"
-        elif self.form == "merge-base":
-            text = f"rayservice-impact · merge base `{b}` → head `{h}`"
-        elif self.form == "merge-group":
-            text = f"rayservice-impact · base `{b}`{ref} → merge group `{h}`"
-        else:
-            text = f"rayservice-impact · base `{b}` → head `{h}`"
-        return text + (f" · {via}" if via else "")
+        return footer_line(self.form, self.base, self.head, self.status_sha, self.base_ref, via)
 
 
 def paths_of(entries: Iterable[dict[str, Any]]) -> frozenset[str]:

@@ -12,7 +12,6 @@ signed with the service's key, and kept in the sticky note; the status turns ``s
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,26 +22,23 @@ from app.forge.gitlab import GitLabForge
 from app.forge.options import Outcome
 from app.github.change import PayloadError, PullRequest
 from app.github.comment import (
-    MARKER,
-    REPLY_MARKER,
     Approval,
     Shown,
     Verdict,
-    clean_reason,
+    command_refusal,
+    command_words,
     instant,
     pinned,
     reply_body,
     reply_to,
     shown_of,
     with_approval,
+    written_by_us,
 )
 
 from .mr import iso, job_from_api, project_path, split_path
 
 log = logging.getLogger(__name__)
-
-_COMMAND = re.compile(r"^/rayservice-impact(?:\s+(?P<verb>\S+))?(?P<rest>.*)$", re.DOTALL | re.IGNORECASE)
-USAGE = "`/rayservice-impact approve <reason>` or `/rayservice-impact rerun`"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,21 +63,19 @@ def parse_command(payload: dict[str, Any]) -> tuple[Command | None, str]:
     if attrs.get("system"):
         return None, "a system note"
     body = str(attrs.get("note") or "")
-    if body.lstrip().startswith(MARKER) or REPLY_MARKER in body:
+    if written_by_us(body):
         return None, "one of our own notes"
-    m = _COMMAND.match(body.strip())
-    if not m or (m["rest"] and not m["verb"] and not m["rest"][:1].isspace()):
+    words = command_words(body)
+    if words is None:
         return None, "not a /rayservice-impact command"
-    verb = (m["verb"] or "").lower()
-    if verb not in ("approve", "rerun"):
-        verb = "unknown"
+    verb, reason = words
     try:
         project: dict[str, Any] = mr["target"] if isinstance(mr.get("target"), dict) else payload["project"]
         owner, name = split_path(str(project["path_with_namespace"]))
         user = user if isinstance(user, dict) else {}
         job = PullRequest(owner=owner, repo=name, number=int(mr["iid"]), base_sha="", head_sha="",
                           repo_url=str(project.get("git_http_url") or project.get("web_url") or ""))
-        return Command(verb, clean_reason(m["rest"] or ""), str(user.get("username") or ""),
+        return Command(verb, reason, str(user.get("username") or ""),
                        int(user.get("id") or attrs["author_id"]), int(attrs["id"]),
                        iso(attrs.get("created_at")), job), ""
     except (KeyError, TypeError, ValueError, PayloadError) as exc:
@@ -117,14 +111,10 @@ async def run_command(gl: GitLabClient, cmd: Command, *, key: bytes, approve_lev
 
 async def _run(gl: GitLabClient, forge: GitLabForge, cmd: Command, *, key: bytes,
                submit: Callable[[PullRequest], str]) -> Outcome:
-    if cmd.verb == "unknown":
-        await reply(forge, cmd, f"I only know {USAGE}. Nothing was changed.")
-        return Outcome("refused", "unknown command", comment="replied")
-    if cmd.verb == "approve" and not cmd.reason:
-        await reply(forge, cmd, "an approval needs a reason, on the record: e.g. `/rayservice-impact "
-                                "approve the GPU pool has room for the second cluster until Friday`. "
-                                "Nothing was changed.")
-        return Outcome("refused", "no reason", comment="replied")
+    invalid = command_refusal(cmd.verb, cmd.reason)
+    if invalid is not None:
+        await reply(forge, cmd, invalid[1])
+        return Outcome("refused", invalid[0], comment="replied")
     allowed, role = await forge.may_approve(cmd.user_id)
     if not allowed:
         what = "accepting a hold" if cmd.verb == "approve" else "re-running the analysis"

@@ -46,12 +46,12 @@ from diffing.errors import ManifestError
 from diffing.kube.scope import api_group, may_hold
 
 from .roots import (
-    _MAX_DISCOVERY_FILE,
     HelmOptions,
     Note,
     RenderSource,
     Root,
     _closure,
+    _discovered_docs,
     _Kustomization,
     _load_docs,
     _norm,
@@ -133,33 +133,18 @@ class _FluxDocs:
 def _flux_docs(tree: _Tree, notes: list[Note]) -> _FluxDocs:
     """Every Flux object of the snapshot, recognised by its parsed apiVersion group and kind."""
     out = _FluxDocs([], [], {})
-    chart_templates = tuple(f"{c}/templates/" if c else "templates/" for c in tree.charts)
-    for rel in tree.files:
-        if not rel.endswith((".yaml", ".yml", ".json")) or rel.startswith(chart_templates):
+    for rel, doc in _discovered_docs(tree, notes, FLUX_GROUPS, "a Flux object"):
+        if not isinstance(doc, Mapping):
             continue
-        data = tree.read(rel)
-        if data is None or not may_hold(data, *FLUX_GROUPS):
-            continue
-        try:
-            if len(data) > _MAX_DISCOVERY_FILE:
-                raise ManifestError(f"larger than {_MAX_DISCOVERY_FILE} bytes", source=rel)
-            docs = _load_docs(data, rel)
-        except ManifestError as exc:
-            notes.append(Note(rel, f"it may hold a Flux object and cannot be read: {exc.message}",
-                              "error", "render-failed"))
-            continue
-        for doc in docs:
-            if not isinstance(doc, Mapping):
-                continue
-            group, kind = api_group(doc), doc.get("kind")
-            if group == KUSTOMIZE_GROUP and kind == "Kustomization":
-                out.kustomizations.append((rel, doc))
-            elif group == HELM_GROUP and kind == "HelmRelease":
-                out.releases.append((rel, doc))
-            elif group == SOURCE_GROUP and kind == "GitRepository":
-                meta = _meta(doc)
-                key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
-                out.repositories.setdefault(key, (rel, doc))
+        group, kind = api_group(doc), doc.get("kind")
+        if group == KUSTOMIZE_GROUP and kind == "Kustomization":
+            out.kustomizations.append((rel, doc))
+        elif group == HELM_GROUP and kind == "HelmRelease":
+            out.releases.append((rel, doc))
+        elif group == SOURCE_GROUP and kind == "GitRepository":
+            meta = _meta(doc)
+            key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+            out.repositories.setdefault(key, (rel, doc))
     return out
 
 

@@ -498,25 +498,35 @@ def _applications(tree: _Tree, notes: list[Note]) -> Iterable[tuple[str, Mapping
     """(file, document, kind) of every Application / ApplicationSet in the snapshot, recognised by
     its parsed apiVersion and kind (lists unwrapped), never by a text pattern. A file that may hold
     one and cannot be read is an error note: what it would deploy is unknown."""
+    for rel, doc in _discovered_docs(tree, notes, (ARGOCD_GROUP,), "an Argo CD Application"):
+        if (isinstance(doc, Mapping) and api_group(doc) == ARGOCD_GROUP
+                and doc.get("kind") in ("Application", "ApplicationSet")):
+            yield rel, doc, str(doc["kind"])
+
+
+def _discovered_docs(tree: _Tree, notes: list[Note], groups: tuple[str, ...],
+                     what: str) -> Iterator[tuple[str, Any]]:
+    """(file, document) of every YAML/JSON file of the snapshot (chart templates aside) that may
+    hold an object of an API group in ``groups`` (:func:`may_hold`, a cheap pre-check before
+    parsing). Such a file over the discovery cap or unreadable is an error note, "it may hold
+    ``what`` and cannot be read", and yields nothing."""
     chart_templates = tuple(f"{c}/templates/" if c else "templates/" for c in tree.charts)
     for rel in tree.files:
         if not rel.endswith(YAML_SUFFIXES) or rel.startswith(chart_templates):
             continue
         data = tree.read(rel)
-        if data is None or not may_hold(data, ARGOCD_GROUP):
+        if data is None or not may_hold(data, *groups):
             continue
         try:
             if len(data) > _MAX_DISCOVERY_FILE:
                 raise ManifestError(f"larger than {_MAX_DISCOVERY_FILE} bytes", source=rel)
             docs = _load_docs(data, rel)
         except ManifestError as exc:
-            notes.append(Note(rel, f"it may hold an Argo CD Application and cannot be read: {exc.message}",
+            notes.append(Note(rel, f"it may hold {what} and cannot be read: {exc.message}",
                               "error", "render-failed"))
             continue
         for doc in docs:
-            if (isinstance(doc, Mapping) and api_group(doc) == ARGOCD_GROUP
-                    and doc.get("kind") in ("Application", "ApplicationSet")):
-                yield rel, doc, str(doc["kind"])
+            yield rel, doc
 
 
 def read_submodules(snapshot: Snapshot) -> dict[str, str]:

@@ -43,7 +43,8 @@ from app.rollout.report import RolloutReporter
 from ..clients.argocd import ArgoCDClient
 from ..clients.upstream import UpstreamError
 from ..live import live_basis_for_texts
-from .github import _read_limited, live_enabled
+from .common import read_limited
+from .github import live_enabled
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ class ArgoCDWebhook:
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(given, self.secret):
             return _error(401, "invalid-secret", "missing or wrong X-RayService-Impact-Secret header")
-        body = await _read_limited(request, MAX_BODY)
+        body = await read_limited(request, MAX_BODY)
         if body is None:
             return _error(413, "body-too-large", f"the body is over {MAX_BODY} bytes")
         note, problem = parse_notification(body)

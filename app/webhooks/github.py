@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -40,6 +39,8 @@ from app.live import kubernetes_configured
 from app.rollout.model import Watch
 from app.rollout.report import LogSink, RolloutReporter, Sink
 from app.workers import job_deadline, with_deadline
+
+from .common import accepted, error, json_object, read_limited
 
 
 def live_enabled(settings: Any) -> bool:
@@ -108,10 +109,6 @@ TUNING = {"analysis_timeout_seconds": 10.0, "github_workers": 4, "github_max_pen
 def _tuning(settings: Any, name: str) -> Any:
     value = getattr(settings, name, None)
     return TUNING[name] if value is None else value
-
-
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
 class GitHubService:
@@ -214,10 +211,9 @@ class GitHubService:
         result = self.dispatcher.submit_command(cmd.pr.key, label, lambda: self._run_command(cmd))
         log.info("github delivery %s: issue_comment %s on %s -> %s", delivery[:64], cmd.verb,
                  cmd.pr.full_name, result)
-        if result == "busy":
-            return _error(503, "busy", "too many pull requests waiting; redeliver later")
-        self._comments_seen.put(cmd.comment_id, True)
-        return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
+        if result != "busy":
+            self._comments_seen.put(cmd.comment_id, True)
+        return accepted(result, delivery, "pull requests")
 
     # -- rollout reporting (issue 22) ----------------------------------------------------------
     @property
@@ -240,7 +236,7 @@ class GitHubService:
         try:
             push = Push.from_payload(payload)
         except PayloadError as exc:
-            return _error(400, "invalid-payload", str(exc))
+            return error(400, "invalid-payload", str(exc))
         why = why_not_followed(payload, push)
         if why:
             return JSONResponse({"status": "ignored", "reason": why}, status_code=202)
@@ -249,9 +245,7 @@ class GitHubService:
                                                 label, lambda: self._run_push(push))
         log.info("github delivery %s: push %s/%s %s..%s -> %s", delivery[:64], push.owner, push.repo,
                  push.before[:7], push.after[:7], result)
-        if result == "busy":
-            return _error(503, "busy", "too many jobs waiting; redeliver later")
-        return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
+        return accepted(result, delivery, "jobs")
 
     async def _run_push(self, push: Push) -> Outcome:
         """Analyse the pushed change and start following it (nothing when no ray.io object moves)."""
@@ -304,23 +298,20 @@ class GitHubService:
         return self._token_login
 
     async def handle(self, request: Request) -> Response:
-        body = await _read_limited(request, self.max_body)
+        body = await read_limited(request, self.max_body)
         if body is None:
-            return _error(413, "body-too-large", f"the body is over {self.max_body} bytes")
+            return error(413, "body-too-large", f"the body is over {self.max_body} bytes")
         if not is_valid_signature(self.secret, body, request.headers.get("x-hub-signature-256")):
-            return _error(401, "invalid-signature", "missing or wrong X-Hub-Signature-256")
+            return error(401, "invalid-signature", "missing or wrong X-Hub-Signature-256")
         event = request.headers.get("x-github-event", "")
         delivery = request.headers.get("x-github-delivery", "")
         if event == "ping":
             return JSONResponse({"status": "pong"}, status_code=200)
         if not event:
-            return _error(400, "missing-event", "no X-GitHub-Event header")
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return _error(400, "malformed-json", "the body is not JSON")
-        if not isinstance(payload, dict):
-            return _error(400, "malformed-json", "the body is not a JSON object")
+            return error(400, "missing-event", "no X-GitHub-Event header")
+        payload = json_object(body)
+        if isinstance(payload, JSONResponse):
+            return payload
         if event == "issue_comment":
             return self._command(payload, delivery)
         if event == "push":
@@ -339,26 +330,11 @@ class GitHubService:
             else:
                 pr = PullRequest.from_payload(payload)
         except PayloadError as exc:
-            return _error(400, "invalid-payload", str(exc))
+            return error(400, "invalid-payload", str(exc))
         result = self.dispatcher.submit(pr)
         log.info("github delivery %s: %s %s %s head %s -> %s", delivery[:64], event, payload.get("action"),
                  pr.full_name, pr.head_sha[:7], result)
-        if result == "busy":
-            return _error(503, "busy", "too many pull requests waiting; redeliver later")
-        return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
-
-
-async def _read_limited(request: Request, limit: int) -> bytes | None:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        return None
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+        return accepted(result, delivery, "pull requests")
 
 
 def build_router(settings: Any, **kwargs: Any) -> APIRouter | None:

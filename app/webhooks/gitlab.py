@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -42,15 +41,12 @@ from app.gitlab.flow import run_merge_request
 from app.gitlab.mr import job_from_api, job_from_hook, should_analyse, split_path
 from app.workers import job_deadline, with_deadline
 
-from .github import _read_limited, live_enabled
+from .common import accepted, error, json_object, read_limited
+from .github import live_enabled
 
 log = logging.getLogger(__name__)
 
 MERGE_REQUEST, NOTE, PUSH = "Merge Request Hook", "Note Hook", "Push Hook"
-
-
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
 def is_valid_token(secret: bytes, header: str | None) -> bool:
@@ -140,20 +136,17 @@ class GitLabService:
 
     # -- the route --------------------------------------------------------------------------------
     async def handle(self, request: Request) -> Response:
-        body = await _read_limited(request, self.max_body)
+        body = await read_limited(request, self.max_body)
         if body is None:
-            return _error(413, "body-too-large", f"the body is over {self.max_body} bytes")
+            return error(413, "body-too-large", f"the body is over {self.max_body} bytes")
         if not is_valid_token(self.secret, request.headers.get("x-gitlab-token")):
-            return _error(401, "invalid-token", "missing or wrong X-Gitlab-Token")
+            return error(401, "invalid-token", "missing or wrong X-Gitlab-Token")
         event = request.headers.get("x-gitlab-event", "")
         if not event:
-            return _error(400, "missing-event", "no X-Gitlab-Event header")
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return _error(400, "malformed-json", "the body is not JSON")
-        if not isinstance(payload, dict):
-            return _error(400, "malformed-json", "the body is not a JSON object")
+            return error(400, "missing-event", "no X-Gitlab-Event header")
+        payload = json_object(body)
+        if isinstance(payload, JSONResponse):
+            return payload
         delivery = request.headers.get("idempotency-key") or request.headers.get("x-gitlab-event-uuid") or ""
         delivery = delivery[:128]
         if delivery and delivery in self._deliveries:
@@ -176,7 +169,7 @@ class GitLabService:
         try:
             job = job_from_hook(payload)
         except PayloadError as exc:
-            return _error(400, "invalid-payload", str(exc))
+            return error(400, "invalid-payload", str(exc))
         if not judge:
             if (payload.get("object_attributes") or {}).get("action") in ("close", "merge"):
                 self.dispatcher.forget(job)
@@ -184,9 +177,7 @@ class GitLabService:
         result = self.dispatcher.submit(job)
         log.info("gitlab delivery %s: merge request %s/%s!%d head %s -> %s", delivery[:64], job.owner,
                  job.repo, job.number, job.head_sha[:7], result)
-        if result == "busy":
-            return _error(503, "busy", "too many merge requests waiting; redeliver later")
-        return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
+        return accepted(result, delivery, "merge requests")
 
     def _note(self, payload: dict[str, Any], delivery: str) -> Response:
         cmd, why = parse_command(payload)
@@ -196,10 +187,9 @@ class GitLabService:
             return JSONResponse({"status": "duplicate", "delivery": delivery[:64]}, status_code=202)
         label = f"note {cmd.note_id}: {cmd.verb} by @{cmd.user}"
         result = self.dispatcher.submit_command(cmd.job.key, label, lambda: self._run_command(cmd))
-        if result == "busy":
-            return _error(503, "busy", "too many merge requests waiting; redeliver later")
-        self._notes_seen.put(cmd.note_id, True)
-        return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
+        if result != "busy":
+            self._notes_seen.put(cmd.note_id, True)
+        return accepted(result, delivery, "merge requests")
 
     def _push(self, payload: dict[str, Any], delivery: str) -> Response:
         ref, after = str(payload.get("ref") or ""), str(payload.get("after") or "")
@@ -212,15 +202,13 @@ class GitLabService:
         try:
             owner, name = split_path(path)
         except PayloadError as exc:
-            return _error(400, "invalid-payload", str(exc))
+            return error(400, "invalid-payload", str(exc))
         branch = ref.removeprefix("refs/heads/")
         repo_url = str((project or {}).get("git_http_url") or "")
         key = (owner.lower(), name.lower(), f"push:{branch}:{after}")
         result = self.dispatcher.submit_command(key, f"push {after[:12]} to {branch}",
                                                 lambda: self._run_push(path, branch, after, repo_url))
-        if result == "busy":
-            return _error(503, "busy", "too many jobs waiting; redeliver later")
-        return JSONResponse({"status": result, "delivery": delivery[:64]}, status_code=202)
+        return accepted(result, delivery, "jobs")
 
 
 def build_router(settings: Any, **kwargs: Any) -> APIRouter | None:

@@ -8,13 +8,15 @@ import hmac
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 from github_standin import GitHubStandIn
 from serverutil import running_server
+from standin_base import settle as settle
+from standin_base import wait_for as wait_for
 
 from app.server import create_app
 from app.settings import load_settings
@@ -101,27 +103,6 @@ def post_event(base_url: str, event: str, body: bytes | dict[str, Any], *, deliv
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     return httpx.post(base_url + "/webhooks/github", content=raw,
                       headers=signed_headers(raw, event, delivery, secret), timeout=10)
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
-def settle(standin: GitHubStandIn, quiet: float = 0.2) -> None:
-    """Wait until the stand-in has seen no call for ``quiet`` seconds."""
-    last = -1
-    while True:
-        time.sleep(quiet)
-        if len(standin.calls) == last:
-            return
-        last = len(standin.calls)
 
 
 @contextlib.contextmanager

@@ -41,19 +41,17 @@ import difflib
 import gzip
 import io
 import json
-import os
 import re
 import secrets
 import subprocess
 import tarfile
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import jwt
+from standin_base import Call, StandInBase, changed_files, git_env, git_or_none, run_git
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -63,35 +61,14 @@ NOT_FOUND = {"message": "Not Found",
              "documentation_url": "https://docs.github.com/rest", "status": "404"}
 
 
-@dataclass
-class Call:
-    method: str
-    path: str            # without the prefix (e.g. /api/v3 for GHES)
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: Any
-    status: int = 0
-    at: float = field(default_factory=time.monotonic)
-
-
-@dataclass
-class Fault:
-    method: str
-    pattern: re.Pattern[str]
-    status: int
-    headers: dict[str, str]
-    body: Any
-    times: int
-    after_commit: bool = False  # do the work, then answer the fault (GitHub's 5xx after a write)
-
-
 INTEGRATION = {"message": "Resource not accessible by integration",
                "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user",
                "status": "403"}
 
 
-class GitHubStandIn:
+class GitHubStandIn(StandInBase):
     def __init__(self, prefix: str = "", *, token: str | None = None, token_login: str | None = None) -> None:
+        super().__init__()
         self.prefix = prefix.rstrip("/")
         self.token = token                       # required bearer token (None: anything goes)
         self.token_login = token_login           # the token's user (None: a workflow's GITHUB_TOKEN)
@@ -105,8 +82,6 @@ class GitHubStandIn:
         self.comments: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         self.statuses: list[dict[str, Any]] = []
         self.check_runs: list[dict[str, Any]] = []
-        self.calls: list[Call] = []
-        self.faults: list[Fault] = []
         self.git_repos: dict[tuple[str, str], Path] = {}      # (owner, repo) -> a local git repository
         self.redirect_tarballs = True                          # False: the tarball itself, no 302
         self.chunked_tarballs = False                          # True: no Content-Length
@@ -118,7 +93,6 @@ class GitHubStandIn:
         self.reviews: list[dict[str, Any]] = []
         self.heads: dict[tuple[str, str, int], str] = {}              # the pull request's head SHA
         self.merged_by: dict[tuple[str, str, str], list[int]] = {}    # (o, r, commit) -> pulls it merged
-        self.lock = threading.Lock()
         self._ids = 1000
         self.routes = [
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/files", self._files),
@@ -241,12 +215,8 @@ class GitHubStandIn:
         default = {"message": "Server Error"} if status >= 500 else NOT_FOUND if status == 404 else {
             "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
                        "again.", "documentation_url": "https://docs.github.com/rest/overview/rate-limits"}
-        self.faults.append(Fault(method, re.compile(pattern), status, headers or {},
-                                 default if body is None else body, times, after_commit))
-
-    def calls_to(self, method: str, pattern: str) -> list[Call]:
-        rx = re.compile(pattern)
-        return [c for c in self.calls if c.method == method and rx.search(c.path)]
+        self.add_fault(method, pattern, status, default if body is None else body, times=times,
+                       headers=headers, after_commit=after_commit)
 
     # -- serving ------------------------------------------------------------------------------
     async def _dispatch(self, request: Request) -> Response:
@@ -255,29 +225,13 @@ class GitHubStandIn:
         body = json.loads(raw) if raw else None
         call = Call(request.method, path[len(self.prefix):] if path.startswith(self.prefix) else path,
                     dict(request.query_params), dict(request.headers), body)
-        with self.lock:
-            self.calls.append(call)
-        resp = self._answer(request, call)
-        call.status = resp.status_code
-        return resp
+        return self.record(request, call)
 
     def _answer(self, request: Request, call: Call) -> Response:
         codeload = request.url.path.startswith("/_codeload/")  # outside the API prefix, as on GHES
         if self.prefix and not request.url.path.startswith(self.prefix + "/") and not codeload:
             return _json(NOT_FOUND, 404)
-        committed: Fault | None = None
-        with self.lock:
-            for fault in self.faults:
-                if fault.times > 0 and fault.method == call.method and fault.pattern.search(call.path):
-                    fault.times -= 1
-                    if not fault.after_commit:
-                        return _json(fault.body, fault.status, fault.headers)
-                    committed = fault
-                    break
-        answer = self._route(request, call)
-        if committed is not None:
-            return _json(committed.body, committed.status, committed.headers)
-        return answer
+        return self.with_faults(call, lambda: self._route(request, call), _json)
 
     def _route(self, request: Request, call: Call) -> Response:
         for method, pattern, handler in self.routes:
@@ -669,39 +623,26 @@ class GitHubStandIn:
         return gzip.compress(raw.getvalue(), mtime=0)
 
 
-_GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "GitHub", "GIT_AUTHOR_EMAIL": "noreply@github.com",
-            "GIT_COMMITTER_NAME": "GitHub", "GIT_COMMITTER_EMAIL": "noreply@github.com"}
+_GIT_ENV = git_env("GitHub", "noreply@github.com")
 
 
 def _git(path: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, text=True,
-                          env=_GIT_ENV).stdout.strip()
+    return run_git(_GIT_ENV, path, *args)
 
 
 def _git_or_none(path: Path, *args: str) -> str | None:
-    done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, env=_GIT_ENV)
-    return done.stdout.strip() if done.returncode == 0 else None
+    return git_or_none(_GIT_ENV, path, *args)
 
 
 def _diff_entries(path: Path, base: str, head: str) -> list[dict[str, Any]]:
     """``diff-entry`` records of ``git diff -M base head``, as GitHub lists a change's files."""
-    out = subprocess.run(["git", "-C", str(path), "diff", "--name-status", "-z", "-M", base, head],
-                         check=True, capture_output=True).stdout.decode()
-    fields, entries, i = out.split("\0"), [], 0
-    while i < len(fields) and fields[i]:
-        letter = fields[i][0]
-        if letter in "RC":
-            old, new, i = fields[i + 1], fields[i + 2], i + 3
-        else:
-            old = new = fields[i + 1]
-            i += 2
+    entries = []
+    for letter, old, new, hunks in changed_files(path, base, head):
         status = {"A": "added", "D": "removed", "R": "renamed", "C": "copied"}.get(letter, "modified")
         entry: dict[str, Any] = {"sha": "0" * 40, "filename": new, "status": status, "additions": 1,
                                  "deletions": 1, "changes": 2}
-        diff = subprocess.run(["git", "-C", str(path), "diff", "--no-color", "-M", base, head, "--", old,
-                               new], check=True, capture_output=True).stdout.decode(errors="replace")
-        if "\n@@ " in "\n" + diff:  # a binary file has no hunks, and GitHub no patch
-            entry["patch"] = diff[("\n" + diff).index("\n@@ "):].rstrip("\n")
+        if hunks:  # a binary file has no hunks, and GitHub no patch
+            entry["patch"] = hunks.rstrip("\n")
         if letter in "RC":
             entry["previous_filename"] = old
         entries.append(entry)

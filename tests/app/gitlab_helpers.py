@@ -15,6 +15,8 @@ import httpx
 from github_helpers import gitops_module
 from gitlab_standin import GitLabStandIn
 from serverutil import running_server
+from standin_base import settle
+from standin_base import wait_for as _wait_for
 
 from app.server import create_app
 from app.settings import load_settings
@@ -79,23 +81,8 @@ def post_hook(url: str, event: str, body: dict[str, Any] | bytes, *, token: str 
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
-def settle(standin: GitLabStandIn, quiet: float = 0.2) -> None:
-    last = -1
-    while True:
-        time.sleep(quiet)
-        if len(standin.calls) == last:
-            return
-        last = len(standin.calls)
+    """:func:`standin_base.wait_for` with the 30 s default the GitLab tests were written for."""
+    return _wait_for(predicate, timeout, what)
 
 
 @contextlib.contextmanager

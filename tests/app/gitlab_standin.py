@@ -21,17 +21,16 @@ answers, as a 5xx after GitLab stored it).
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import tempfile
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlencode
 
+from standin_base import Call, StandInBase, changed_files, git_env, git_or_none, run_git
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -39,28 +38,6 @@ from starlette.routing import Route
 
 NOT_FOUND = {"message": "404 Not found"}
 UNAUTHORIZED = {"message": "401 Unauthorized"}
-
-
-@dataclass
-class Call:
-    method: str
-    path: str            # under /api/v4, raw (still URL-encoded)
-    query: list[tuple[str, str]]
-    headers: dict[str, str]
-    body: Any
-    status: int = 0
-    at: float = field(default_factory=time.monotonic)
-
-
-@dataclass
-class Fault:
-    method: str
-    pattern: re.Pattern[str]
-    status: int
-    body: Any
-    headers: dict[str, str]
-    times: int
-    after_commit: bool = False
 
 
 @dataclass
@@ -75,22 +52,20 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
 
 
-_GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "GitLab", "GIT_AUTHOR_EMAIL": "noreply@gitlab.example.com",
-            "GIT_COMMITTER_NAME": "GitLab", "GIT_COMMITTER_EMAIL": "noreply@gitlab.example.com"}
+_GIT_ENV = git_env("GitLab", "noreply@gitlab.example.com")
 
 
 def git(path: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, text=True,
-                          env=_GIT_ENV).stdout.strip()
+    return run_git(_GIT_ENV, path, *args)
 
 
 def _git_or_none(path: Path, *args: str) -> str | None:
-    done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, env=_GIT_ENV)
-    return done.stdout.strip() if done.returncode == 0 else None
+    return git_or_none(_GIT_ENV, path, *args)
 
 
-class GitLabStandIn:
+class GitLabStandIn(StandInBase):
     def __init__(self, prefix: str = "", *, token: str | None = None) -> None:
+        super().__init__()
         self.prefix = prefix.rstrip("/")
         self.token = token
         self.bot = {"id": 9001, "username": "project_7_bot_4f2a", "name": "rayservice-impact", "bot": True,
@@ -102,9 +77,6 @@ class GitLabStandIn:
         self.status_checks: dict[int, list[dict[str, Any]]] = {}   # project -> external status checks
         self.status_check_responses: list[dict[str, Any]] = []
         self.members: dict[tuple[int, int], int] = {}              # (project, user id) -> access level
-        self.calls: list[Call] = []
-        self.faults: list[Fault] = []
-        self.lock = threading.Lock()
         self._ids = 5000
         P = r"/projects/(?P<p>[^/]+)"
         MR = P + r"/merge_requests/(?P<iid>\d+)"
@@ -189,12 +161,8 @@ class GitLabStandIn:
     def fail(self, method: str, pattern: str, status: int, *, times: int = 1, body: Any = None,
              headers: dict[str, str] | None = None, after_commit: bool = False) -> None:
         default = {"message": "500 Internal Server Error"} if status >= 500 else {"message": f"{status}"}
-        self.faults.append(Fault(method, re.compile(pattern), status, default if body is None else body,
-                                 headers or {}, times, after_commit))
-
-    def calls_to(self, method: str, pattern: str) -> list[Call]:
-        rx = re.compile(pattern)
-        return [c for c in self.calls if c.method == method and rx.search(c.path)]
+        self.add_fault(method, pattern, status, default if body is None else body, times=times,
+                       headers=headers, after_commit=after_commit)
 
     def notes_of(self, project_id: int, iid: int) -> list[dict[str, Any]]:
         return self.notes.get((project_id, iid), [])
@@ -222,28 +190,12 @@ class GitLabStandIn:
             return _json({"error": "body is not JSON"}, 400)
         call = Call(request.method, path[len(api):], list(request.query_params.multi_items()),
                     dict(request.headers), body)
-        with self.lock:
-            self.calls.append(call)
-        resp = self._answer(request, call)
-        call.status = resp.status_code
-        return resp
+        return self.record(request, call)
 
     def _answer(self, request: Request, call: Call) -> Response:
         if self.token is not None and call.headers.get("private-token") != self.token:
             return _json(UNAUTHORIZED, 401)
-        committed: Fault | None = None
-        with self.lock:
-            for fault in self.faults:
-                if fault.times > 0 and fault.method == call.method and fault.pattern.search(call.path):
-                    fault.times -= 1
-                    if not fault.after_commit:
-                        return _json(fault.body, fault.status, fault.headers)
-                    committed = fault
-                    break
-        answer = self._route(request, call)
-        if committed is not None:
-            return _json(committed.body, committed.status, committed.headers)
-        return answer
+        return self.with_faults(call, lambda: self._route(request, call), _json)
 
     def _route(self, request: Request, call: Call) -> Response:
         for method, pattern, handler in self.routes:
@@ -436,25 +388,10 @@ def _commit_json(repo: Path, sha: str) -> dict[str, Any]:
 
 def _diffs(repo: Path, base: str, head: str) -> list[dict[str, Any]]:
     """GitLab's diff objects (old_path, new_path, new_file, renamed_file, deleted_file, diff)."""
-    out = subprocess.run(["git", "-C", str(repo), "diff", "--name-status", "-z", "-M", base, head],
-                         check=True, capture_output=True).stdout.decode()
-    fields, entries, i = out.split("\0"), [], 0
-    while i < len(fields) and fields[i]:
-        letter = fields[i][0]
-        if letter in "RC":
-            old, new, i = fields[i + 1], fields[i + 2], i + 3
-        else:
-            old = new = fields[i + 1]
-            i += 2
-        diff = subprocess.run(["git", "-C", str(repo), "diff", "--no-color", "-M", base, head, "--", old,
-                               new],
-                              check=True, capture_output=True).stdout.decode(errors="replace")
-        hunks = diff[("\n" + diff).index("\n@@ "):] if "\n@@ " in "\n" + diff else ""
-        entries.append({"old_path": old, "new_path": new, "a_mode": "100644", "b_mode": "100644",
-                        "new_file": letter == "A", "renamed_file": letter == "R",
-                        "deleted_file": letter == "D",
-                        "generated_file": False, "diff": hunks})
-    return entries
+    return [{"old_path": old, "new_path": new, "a_mode": "100644", "b_mode": "100644",
+             "new_file": letter == "A", "renamed_file": letter == "R", "deleted_file": letter == "D",
+             "generated_file": False, "diff": hunks}
+            for letter, old, new, hunks in changed_files(repo, base, head)]
 
 
 def _json(data: Any, status: int, headers: dict[str, str] | None = None) -> Response:
