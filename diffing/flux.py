@@ -33,7 +33,8 @@ Why the advice differs by kind (read from upstream, fluxcd/kustomize-controller 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from diffing.hints import Any
 
 KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
 HELM_GROUP = "helm.toolkit.fluxcd.io"

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from diffing.hints import Any
 from diffing.report import HOLD, Report, ResourceReport
 
 from .annotations import (
