@@ -276,6 +276,13 @@ class GitLabClient:
         path = f"{_at(project)}/statuses/{quote(sha, safe='')}"
         return dict((await self.request("POST", path, json=body)).json())
 
+    def commit_statuses(self, project: int | str, sha: str) -> AsyncIterator[dict[str, Any]]:
+        """``GET repository/commits/:sha/statuses`` named ``rayservice-impact``, every one (``all``:
+        not only the latest per name and ref), newest first (api/commits.md "List the statuses of a
+        commit": ``all``, ``order_by=id``, ``sort=desc``)."""
+        return self.paginate(f"{_at(project)}/repository/commits/{quote(sha, safe='')}/statuses",
+                             {"name": STATUS_NAME, "all": "true", "order_by": "id", "sort": "desc"})
+
     async def external_status_checks(self, project: int | str) -> list[dict[str, Any]]:
         """``GET external_status_checks`` (GitLab Ultimate; 403/404 elsewhere)."""
         return [c async for c in self.paginate(f"{_at(project)}/external_status_checks")]

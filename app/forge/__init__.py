@@ -12,7 +12,9 @@ request) and answers:
 * :meth:`Forge.annotate`: inline findings where the host takes them from a service (GitHub:
   check-run annotations; GitLab: none from the server, its inline route is the CI job's Code
   Quality report, docs/gitlab.md);
-* :meth:`Forge.may_approve`: whether a user may accept a hold.
+* :meth:`Forge.may_approve`: whether a user may accept a hold;
+* :meth:`Forge.holders`: what else with the same head commit holds it (a host keeps one status per
+  commit, so a success must not cover another change's hold), under :meth:`Forge.head_lock`.
 
 Implementations: :class:`app.forge.github.GitHubForge` and :class:`app.forge.gitlab.GitLabForge`.
 The forge-neutral flow, one function per step, used by both forges:
@@ -31,6 +33,7 @@ Errors from a forge are :class:`app.clients.upstream.UpstreamError` (GitHubError
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -98,6 +101,7 @@ class Forge(Protocol):
     """One change on one code host (see the module docstring)."""
 
     host: str  # "GitHub" | "GitLab": said in messages
+    noun: str  # "pull request" | "merge request"
 
     async def revisions(self) -> Revisions: ...
 
@@ -119,4 +123,13 @@ class Forge(Protocol):
 
     async def may_approve(self, user: str | int) -> tuple[bool, str]:
         """(allowed?, the user's role as the host names it)."""
+        ...
+
+    def head_lock(self) -> asyncio.Lock:
+        """One publisher at a time per head commit in this process (:mod:`app.forge.publish`)."""
+        ...
+
+    async def holders(self, key: bytes) -> list[str]:
+        """What else with this change's head commit holds it, as the host keeps one status per
+        commit: ``["!7 (held)", "!8 (no result yet)"]``; [] when nothing does."""
         ...

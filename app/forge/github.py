@@ -12,12 +12,13 @@ groups, rendering by Argo CD).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from app.clients.github import GitHubClient, GitHubNotFound, TarballTooLarge
 from app.github.change import PullRequest
 from app.github.comment import Verdict
-from app.github.gate import status_url
+from app.github.gate import commit_lock, holders_of, status_url
 from app.github.own import find_sticky_comment
 from app.github.revisions import resolve
 
@@ -29,6 +30,7 @@ WRITERS = frozenset({"admin", "maintain", "write"})
 
 class GitHubForge:
     host = "GitHub"
+    noun = "pull request"
 
     def __init__(self, gh: GitHubClient, pr: PullRequest, *, check_run: bool = False) -> None:
         self.gh, self.pr, self.check_run = gh, pr, check_run
@@ -67,6 +69,12 @@ class GitHubForge:
     async def may_approve(self, user: str | int) -> tuple[bool, str]:
         role = await permission_of(self.gh, self.pr, str(user))
         return role in WRITERS, role
+
+    def head_lock(self) -> asyncio.Lock:
+        return commit_lock(self.pr)
+
+    async def holders(self, key: bytes) -> list[str]:
+        return [] if self.pr.is_merge_group else await holders_of(self.gh, self.pr, key)
 
 
 async def permission_of(gh: GitHubClient, pr: PullRequest, user: str) -> str:

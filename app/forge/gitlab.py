@@ -12,18 +12,33 @@
 * no inline annotations from the server: GitLab shows findings inline through a CI job's Code
   Quality report (ci/testing/code_quality.md), which the CI template writes (docs/gitlab.md);
 * a user may approve with at least ``approve_level`` (30 = Developer; api/members.md
-  "Roles": 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner).
+  "Roles": 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner);
+* the gate over other merge requests with the same head (``gate=True``: the webhook service). GitLab
+  keeps commit statuses per commit (and pipeline), not per merge request: one head opened as two
+  merge requests would show one ``rayservice-impact`` status, the last one posted. Every status
+  names its merge request in ``target_url`` (its ``web_url``), and a success goes on a head only
+  when no other open merge request of the project at that head holds it:
+  :meth:`GitLabForge.holders` reads the head's statuses (every one, newest first), and for each
+  other merge request whose latest is not a success, reads it (closed, merged or moved on: it no
+  longer counts) and its sticky note (passed, or accepted for exactly that result: it does not
+  hold; held, failed or without a result for this head: it does). Statuses of every ``ref`` are
+  counted: which pipeline GitLab attaches each to is not checked here, so the gate errs on the side
+  of holding. The CI job does not gate: its statuses go on its own merge request pipeline.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from app.clients.gitlab import ArchiveTooLarge as ClientTooLarge
-from app.clients.gitlab import GitLabClient, GitLabError
+from app.clients.gitlab import GitLabClient, GitLabError, GitLabNotFound
 from app.github.comment import Verdict, is_ours
+from app.github.gate import why_held
 from app.gitlab.revisions import resolve
 
 from . import ArchiveTooLarge, Revisions
@@ -34,15 +49,29 @@ LEVELS = {0: "not a member", 5: "Minimal Access", 10: "Guest", 15: "Planner", 20
           30: "Developer", 40: "Maintainer", 50: "Owner"}
 GITLAB_STATE = {"success": "success", "failure": "failed", "error": "failed"}
 CHECK_STATUS = {"success": "passed", "failure": "failed", "error": "failed"}
+_SUBJECT = re.compile(r"^(?P<project>.+)/-/merge_requests/(?P<iid>\d+)/?$")
+_LOCKS: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = weakref.WeakValueDictionary()
+
+
+def subject_of(url: str, project_url: str = "") -> int | None:
+    """The merge request a status names in its ``target_url`` (``…/group/project/-/merge_requests/7``),
+    when it is one of the project at ``project_url`` (any project when that is unknown); else None."""
+    m = _SUBJECT.match(url.split("#", 1)[0].split("?", 1)[0])
+    if m is None or (project_url and m["project"].rstrip("/") != project_url):
+        return None
+    return int(m["iid"])
 
 
 class GitLabForge:
     host = "GitLab"
+    noun = "merge request"
 
     def __init__(self, gl: GitLabClient, project: str, iid: int, head_sha: str, *, web_url: str = "",
                  status_ref: str = "", approve_level: int = 30,
-                 checks: dict[str, int | None] | None = None, mr: dict[str, Any] | None = None) -> None:
+                 checks: dict[str, int | None] | None = None, mr: dict[str, Any] | None = None,
+                 gate: bool = False) -> None:
         self.gl, self.project, self.iid, self.head_sha = gl, project, iid, head_sha
+        self.gate = gate
         self.web_url, self.status_ref, self.approve_level = web_url, status_ref, approve_level
         self._checks = checks if checks is not None else {}  # project -> check id (None: none/not available)
         self._mr = mr  # the merge request as just read, used once by revisions()
@@ -115,3 +144,38 @@ class GitLabForge:
         level = await self.gl.access_level(self.project, int(user))
         name = LEVELS.get(level, f"access level {level}")
         return level >= self.approve_level, name
+
+    def head_lock(self) -> asyncio.Lock:
+        key = (self.gl.api, str(self.project), self.head_sha)
+        lock = _LOCKS.get(key)
+        if lock is None:
+            lock = _LOCKS[key] = asyncio.Lock()
+        return lock
+
+    async def holders(self, key: bytes) -> list[str]:
+        """What else at this head holds it (see the module docstring): ``["!7 (held)"]``."""
+        if not self.gate:
+            return []
+        mine = self.web_url.split("/-/merge_requests/", 1)[0] if "/-/merge_requests/" in self.web_url else ""
+        latest: dict[str, str] = {}
+        async for status in self.gl.commit_statuses(self.project, self.head_sha):  # newest first
+            latest.setdefault(str(status.get("target_url") or ""), str(status.get("status") or ""))
+        found = []
+        for url, state in latest.items():
+            iid = subject_of(url, mine)
+            if state == "success" or iid is None or iid == self.iid:
+                continue
+            why = await self._holds(iid, key)
+            if why:
+                found.append(f"!{iid} ({why})")
+        return found
+
+    async def _holds(self, iid: int, key: bytes) -> str:
+        try:
+            mr = await self.gl.merge_request(self.project, iid)
+        except GitLabNotFound:
+            return ""
+        if mr.get("state") != "opened" or str(mr.get("sha") or "") != self.head_sha:
+            return ""
+        other = GitLabForge(self.gl, self.project, iid, self.head_sha)
+        return why_held(await other.find_sticky(), key, iid, self.head_sha)

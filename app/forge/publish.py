@@ -29,7 +29,9 @@ from app.github.comment import (
     shown_of,
     shown_part,
     stamp_of,
+    verdict_for_error,
 )
+from app.github.gate import held_by
 from app.github.repo_config import ALWAYS
 
 from . import Change, Forge
@@ -49,29 +51,69 @@ async def publish(forge: Forge, change: Change, verdict: Verdict, *, footer: str
         return Outcome("superseded")
     binding = Binding(change.number, change.head_sha, base[0], base[1], verdict.digest)
     outcome = Outcome(verdict.state, verdict.description, timings=timings)
-    try:
-        outcome.comment, approval = await post_sticky(forge, change, verdict, footer, key, binding)
-    except UpstreamError as exc:
-        log.error("%s: note not posted: %s", change.name, exc)
-        outcome.comment, approval = "failed", None
-    if approval is not None and verdict.state != "success":
-        log.info("%s: hold accepted by @%s for head %s", change.name, approval.by, change.head_sha[:7])
-        verdict = approved(verdict, approval)
-        outcome.state, outcome.description = verdict.state, verdict.description
-    if not is_current():  # a newer head arrived while we wrote the note: its run posts the rest
-        outcome.state = "superseded"
-        return outcome
-    try:
-        await forge.set_status(verdict)
-    except UpstreamError as exc:
-        log.error("%s: status not posted: %s", change.name, exc)
-        outcome.state, outcome.retryable = "failed", True
+    async with forge.head_lock():  # what the gate reads of the other changes stays true until posted
+        try:
+            outcome.comment, approval = await post_sticky(forge, change, verdict, footer, key, binding)
+        except UpstreamError as exc:
+            log.error("%s: note not posted: %s", change.name, exc)
+            outcome.comment, approval = "failed", None
+        if approval is not None and verdict.state != "success":
+            log.info("%s: hold accepted by @%s for head %s", change.name, approval.by, change.head_sha[:7])
+            verdict = approved(verdict, approval)
+            outcome.state, outcome.description = verdict.state, verdict.description
+        if not is_current():  # a newer head arrived while we wrote the note: its run posts the rest
+            outcome.state = "superseded"
+            return outcome
+        verdict = await gate(forge, change, verdict, outcome, key, binding, footer)
+        try:
+            await forge.set_status(verdict)
+        except UpstreamError as exc:
+            log.error("%s: status not posted: %s", change.name, exc)
+            outcome.state, outcome.retryable = "failed", True
     try:
         outcome.check_run = await forge.annotate(verdict)
     except UpstreamError as exc:
         log.error("%s: annotations not posted: %s", change.name, exc)
     timings["publish"] = time.monotonic() - started
     return outcome
+
+
+async def gate(forge: Forge, change: Change, verdict: Verdict, outcome: Outcome, key: bytes,
+               binding: Binding, footer: str) -> Verdict:
+    """``verdict`` as it may go on the head (:meth:`Forge.holders`): a success that another change
+    with this head holds is a failure naming it, and one whose others cannot be read is an error.
+    A passing result held that way without a note of its own gets one (``binding``), so that its
+    own result is on record for the others' runs (else each would wait for the other)."""
+    if verdict.state != "success":
+        return verdict
+    try:
+        found = await forge.holders(key)
+    except UpstreamError as exc:
+        log.error("%s: cannot read the other results on %s: %s", change.name, change.head_sha[:7], exc)
+        outcome.retryable = True
+        gated = verdict_for_error(f"cannot check the other {forge.noun}s with this head ({exc})",
+                                  comment=False)
+        outcome.state, outcome.description = gated.state, gated.description
+        return gated
+    if found and outcome.comment == "quiet":  # a quiet mode's pass: its report goes on record
+        try:
+            outcome.comment, _ = await post_sticky(forge, change, verdict, footer, key, binding)
+        except UpstreamError as exc:
+            log.error("%s: note not posted: %s", change.name, exc)
+            outcome.comment = "failed"
+    elif found and outcome.comment == "none":
+        note = (f"This commit is also the head of {', '.join(found)}: {forge.host} keeps one "
+                "`rayservice-impact` status per commit, so it shows what holds there.")
+        body = no_change_body(change.head_sha, change.updated_at, bound=binding.line(), note=note)
+        try:
+            await forge.create_note(body)
+            outcome.comment = "created"
+        except UpstreamError as exc:
+            log.error("%s: note not posted: %s", change.name, exc)
+            outcome.comment = "failed"
+    gated = held_by(verdict, found)
+    outcome.state, outcome.description = gated.state, gated.description
+    return gated
 
 
 def wanted(mode: str, verdict: Verdict) -> bool:

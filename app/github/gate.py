@@ -27,6 +27,7 @@ import asyncio
 import re
 import weakref
 from dataclasses import replace
+from typing import Any
 
 from app.clients.github import STATUS_CONTEXT, GitHubClient, GitHubNotFound
 
@@ -94,8 +95,15 @@ async def _holds(gh: GitHubClient, pr: PullRequest, number: int, key: bytes) -> 
     if pull.get("state") != "open" or str((pull.get("head") or {}).get("sha") or "") != pr.head_sha:
         return ""
     comment = await find_sticky_comment(gh, replace(pr, number=number))
+    return why_held(comment, key, number, pr.head_sha)
+
+
+def why_held(comment: dict[str, Any] | None, key: bytes, number: int, head: str) -> str:
+    """Why change ``number``, whose sticky note or comment is ``comment`` (ours, or None), holds
+    ``head``: "held", "could not be analysed", "no result yet"; "" when its own result for ``head``
+    passed or a maintainer accepted exactly it (used by both forges)."""
     shown = shown_of(comment, key) if comment is not None else None
-    if shown is None or shown.binding is None or shown.binding.number != number or shown.head != pr.head_sha:
+    if shown is None or shown.binding is None or shown.binding.number != number or shown.head != head:
         return "no result yet"
     return _WHY_HELD.get(shown.gate, "no result yet")
 
@@ -107,7 +115,12 @@ async def gate_on_commit(gh: GitHubClient, pr: PullRequest, verdict: Verdict,
     if verdict.state != "success" or pr.is_merge_group:
         return verdict, []
     found = await holders_of(gh, pr, key)
+    return held_by(verdict, found), found
+
+
+def held_by(verdict: Verdict, found: list[str]) -> Verdict:
+    """``verdict`` as it may go on a head that ``found`` (other changes with that head) hold."""
     if not found:
-        return verdict, []
+        return verdict
     text = f"held: this commit is also the head of {', '.join(found)}"
-    return replace(verdict, state="failure", description=shorten(text), title=shorten(text, 255)), found
+    return replace(verdict, state="failure", description=shorten(text), title=shorten(text, 255))

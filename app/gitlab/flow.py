@@ -37,7 +37,8 @@ async def run_merge_request(gl: GitLabClient, job: PullRequest, options: Analysi
         return Outcome("closed")
     head = job.head_sha or str(mr.get("sha") or "")
     forge = GitLabForge(gl, project, job.number, head, web_url=str(mr.get("web_url") or ""),
-                        status_ref=status_ref(mr), approve_level=approve_level, checks=checks, mr=mr)
+                        status_ref=status_ref(mr), approve_level=approve_level, checks=checks, mr=mr,
+                        gate=True)
     change = Change(name, job.number, head, str(mr.get("target_branch") or job.base_ref), job.updated_at,
                     job.requested_by)
     options = dataclasses.replace(options, render="auto")

@@ -96,6 +96,7 @@ class GitLabStandIn(StandInBase):
             ("GET", P + r"/repository/commits/(?P<ref>[^/]+)", self._commit),
             ("GET", P + r"/repository/branches/(?P<branch>[^/]+)", self._branch),
             ("POST", P + r"/statuses/(?P<sha>[0-9a-f]+)", self._status),
+            ("GET", P + r"/repository/commits/(?P<sha>[0-9a-f]+)/statuses", self._list_statuses),
             ("GET", P + r"/members/all/(?P<user>\d+)", self._member),
         ]
         self.app = Starlette(routes=[Route("/{rest:path}", self._dispatch, methods=["GET", "POST", "PUT"])])
@@ -297,6 +298,20 @@ class GitLabStandIn(StandInBase):
                   "coverage": None, "pipeline_id": 42, "author": self.bot, "project_id": int(g["p"])}
         self.statuses.append(status)
         return _json(status, 201)
+
+    def _list_statuses(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        """api/commits.md "List the statuses of a commit": filtered by ``ref`` and ``name``; without
+        ``all`` only the latest per name and ref; ``order_by`` id (default) and ``sort`` asc (default)."""
+        q = request.query_params
+        found = [s for s in self.statuses if s["project_id"] == int(g["p"]) and s["sha"] == g["sha"]
+                 and s["name"] == q.get("name", s["name"]) and s["ref"] == q.get("ref", s["ref"])]
+        if q.get("all") not in ("true", "1"):
+            latest: dict[tuple[str, str], dict[str, Any]] = {}
+            for s in found:
+                latest[(s["name"], s["ref"])] = s
+            found = list(latest.values())
+        found.sort(key=lambda s: int(s["id"]), reverse=q.get("sort", "asc") == "desc")
+        return self._page(request, found)
 
     def _list_status_checks(self, request: Request, call: Call, g: dict[str, str]) -> Response:
         checks = self.status_checks.get(int(g["p"]))
