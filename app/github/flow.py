@@ -248,7 +248,7 @@ async def publish_verdict(gh: GitHubClient, pr: PullRequest, verdict: Verdict, *
         if not is_current():  # a newer head arrived while we wrote the comment: its run posts the rest
             outcome.state = "superseded"
             return outcome
-        verdict = await gate_for_head(gh, pr, verdict, outcome, approval_key, binding)
+        verdict = await gate_for_head(gh, pr, verdict, outcome, approval_key, binding, footer)
         await post_gate(gh, pr, verdict, outcome, check_run=check_run)
     timings["publish"] = time.monotonic() - started
     return outcome
@@ -272,11 +272,13 @@ async def _comment(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome:
 
 
 async def gate_for_head(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome: Outcome, key: bytes,
-                        binding: Binding | None = None) -> Verdict:
+                        binding: Binding | None = None, footer: str | None = None) -> Verdict:
     """``verdict`` as it may go on the head SHA (:func:`.gate.gate_on_commit`): a success that
     another pull request with this head holds is a failure naming it, and one that cannot be
-    checked is an error. A result without a comment (no RayService change) held that way gets one
-    (``binding``), so its own result is on record for the others."""
+    checked is an error. A result without a comment held that way gets one (``binding``), so its
+    own result is on record for the others (else an accepted hold on the other pull request would
+    stay held by this one, whose result it cannot read): a note for no RayService change, the
+    report itself for a pass that a quiet comment mode kept to the status."""
     try:
         gated, found = await gate_on_commit(gh, pr, verdict, key)
     except GitHubError as exc:
@@ -286,6 +288,12 @@ async def gate_for_head(gh: GitHubClient, pr: PullRequest, verdict: Verdict, out
         outcome.retryable = True
     if found and binding is not None and verdict.markdown is None and outcome.comment == "none":
         outcome.comment = await _record_no_change(gh, pr, binding, found)
+    elif found and binding is not None and outcome.comment == "quiet":
+        try:
+            outcome.comment, _ = await _post_sticky(gh, pr, verdict, footer, key, binding, ALWAYS)
+        except GitHubError as exc:
+            log.error("%s: comment not posted: %s", pr.full_name, exc)
+            outcome.comment = "failed"
     outcome.state, outcome.description = gated.state, gated.description
     return gated
 

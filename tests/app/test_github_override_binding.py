@@ -50,6 +50,7 @@ from app.github.comment import (
     Shown,
     approval_of,
     bound_of,
+    state_of,
     verdict_for_report,
 )
 from app.github.gate import status_url, subject_of
@@ -179,6 +180,37 @@ def test_a_second_pull_request_with_the_same_head_never_turns_a_hold_green(tmp_p
     assert approved[-1]["description"] == f"hold accepted by @octo-maintainer: {REASON}"
     assert states(gh, head)[-1] == ("success", str(M))
     assert replies(gh, N) == [] and replies(gh, M) == []
+
+
+def serve_only(repo: Path) -> None:
+    path = repo / "base" / "rayservice.yaml"
+    assert path.read_text().count("max_model_len: 1024") == 1
+    path.write_text(path.read_text().replace("max_model_len: 1024", "max_model_len: 2048"))
+
+
+@needs_kubectl
+def test_a_a_quiet_pass_held_by_the_same_head_puts_its_report_on_record(tmp_path: Path) -> None:
+    """#8's base has ``comment: on-hold`` and, there, the head only changes the Serve config: a
+    pass, which that mode keeps to the status. Held by #7 on the shared commit, its own result must
+    still be on record, else #7, once accepted, stays held by #8 ("no result yet")."""
+    repo = g.make_repo(tmp_path)
+    start = g.git(repo, "rev-parse", "HEAD")
+    head = branch(repo, "bump", start, lambda r: (bump_image(r), serve_only(r)), "bump and serve")
+
+    def quiet_and_bumped(r: Path) -> None:
+        bump_image(r)
+        g.write(r, ".github/rayservice-impact.yml", "comment: on-hold\n")
+
+    other = branch(repo, "other", start, quiet_and_bumped, "the bump already there, comments on hold")
+    standin = GitHubStandIn(token=TOKEN)
+    standin.permissions["octo-maintainer"] = "maintain"
+    with github_service(standin) as (url, gh):
+        open_pull(url, gh, N, repo, start, head)
+        open_pull(url, gh, M, repo, other, head, base_ref="other", statuses=2)
+        second_comment = sticky(gh, M)
+        say(url, gh, N, f"/rayservice-impact approve {REASON}", "octo-maintainer")
+    assert states(gh, head) == [("failure", str(N)), ("failure", str(M)), ("success", str(N))]
+    assert state_of(second_comment) == "success" and "serveConfigV2" in second_comment
 
 
 @needs_kubectl
