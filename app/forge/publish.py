@@ -5,8 +5,9 @@ The note is :mod:`app.github.comment`'s: the hidden marker and stamps (head, the
 head, target branch and commit, report digest), the verified approval block when a maintainer
 accepted exactly this result, or the note why an earlier approval no longer applies. It is
 created once (a create that failed after the host stored it is found and edited, never doubled),
-then edited in place; a note stamped by a newer run is never overwritten by an older one. The
-status goes on the head commit; an approval of exactly this result turns a hold into success.
+then edited in place; a note stamped by a newer run is never overwritten by an older one; a
+repository's quiet comment mode (``on-change``, ``on-hold``) may leave it unwritten. The status goes
+on the head commit on every run; an approval of exactly this result turns a hold into success.
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ log = logging.getLogger(__name__)
 
 async def publish(forge: Forge, change: Change, verdict: Verdict, *, footer: str, key: bytes,
                   base: tuple[str, str], is_current: Callable[[], bool] = lambda: True,
-                  timings: dict[str, float] | None = None) -> Outcome:
-    """Sticky note, then the status on the head (``base``: the branch and commit compared with)."""
+                  timings: dict[str, float] | None = None, mode: str = ALWAYS) -> Outcome:
+    """Sticky note, then the status on the head (``base``: the branch and commit compared with;
+    ``mode``: the repository's comment mode, which quiets the note only: the status is posted on
+    every run, whatever the mode)."""
 
     timings = {} if timings is None else timings
     started = time.monotonic()
@@ -53,7 +56,7 @@ async def publish(forge: Forge, change: Change, verdict: Verdict, *, footer: str
     outcome = Outcome(verdict.state, verdict.description, timings=timings)
     async with forge.head_lock():  # what the gate reads of the other changes stays true until posted
         try:
-            outcome.comment, approval = await post_sticky(forge, change, verdict, footer, key, binding)
+            outcome.comment, approval = await post_sticky(forge, change, verdict, footer, key, binding, mode)
         except UpstreamError as exc:
             log.error("%s: note not posted: %s", change.name, exc)
             outcome.comment, approval = "failed", None
@@ -132,10 +135,11 @@ async def post_sticky(forge: Forge, change: Change, verdict: Verdict, footer: st
     """(what happened to the note: created | updated | unchanged | stale | quiet | none, the
     approval of exactly this result it carries, if any).
 
-    In a quiet ``mode`` (GitHub's repository config, :mod:`app.github.repo_config`) no note is
-    created unless :func:`wanted`, and one whose stamped numbers (:func:`app.github.comment.numbers_digest`)
-    equal this result's keeps its report as it is: only the hidden stamps (head, base, report)
-    follow, so an approval binds to this head, and the footer says the report holds for it."""
+    In a quiet ``mode`` (the repository's setting, :mod:`app.github.repo_config`; GitLab's service
+    reads it through :mod:`app.forge.settings`) no note is created unless :func:`wanted`, and one
+    whose stamped numbers (:func:`app.github.comment.numbers_digest`) equal this result's keeps its
+    report as it is: only the hidden stamps (head, base, report) follow, so an approval binds to
+    this head, and the footer says the report holds for it."""
     existing = await forge.find_sticky()
     shown = shown_of(existing, key) if existing is not None else None
     approval, void = carried(shown, binding, verdict)

@@ -6,7 +6,7 @@ error finding naming it (the change then holds, never passes unseen)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 
 from app.render.pipeline import RenderedChange, RenderOptions, render_change
@@ -17,10 +17,14 @@ from . import ArchiveTooLarge, Forge
 
 
 async def render_archives(forge: Forge, base_sha: str, head_sha: str, changed: Iterable[str],
-                          options: RenderOptions, *, max_bytes: int, word: str, root: str) -> RenderedChange:
+                          options: RenderOptions, *, max_bytes: int, word: str, root: str,
+                          on_base: Callable[[Snapshot], None] | None = None) -> RenderedChange:
     """Download both revisions (at once: the render needs both), then render in a worker thread
     (unpacking and the renderers' subprocesses must not block the event loop). ``word``: what the
-    host calls an archive ("tarball", "archive"); ``root``: the finding's path for a whole revision."""
+    host calls an archive ("tarball", "archive"); ``root``: the finding's path for a whole revision;
+    ``on_base``: what else the caller reads from the unpacked base (the repository's settings,
+    :mod:`app.forge.settings`), called in that thread before the render; not called when nothing
+    changed, an archive is over the cap or the base cannot be unpacked."""
     changed = set(changed)
     if not changed:
         return RenderedChange()  # as ``git BASE HEAD`` with nothing changed: nothing to render
@@ -39,12 +43,14 @@ async def render_archives(forge: Forge, base_sha: str, head_sha: str, changed: I
         return RenderedChange(notes=notes)
     base, head = blobs
     assert isinstance(base, bytes) and isinstance(head, bytes)
-    return await asyncio.to_thread(render_snapshots, base, head, base_sha, head_sha, changed, options, root)
+    return await asyncio.to_thread(render_snapshots, base, head, base_sha, head_sha, changed, options, root,
+                                   on_base)
 
 
 def render_snapshots(base: bytes, head: bytes, base_sha: str, head_sha: str, changed: set[str],
-                     options: RenderOptions, root: str) -> RenderedChange:
-    """Both archives unpacked (removed afterwards) and rendered."""
+                     options: RenderOptions, root: str,
+                     on_base: Callable[[Snapshot], None] | None = None) -> RenderedChange:
+    """Both archives unpacked (removed afterwards) and rendered; ``on_base``: see :func:`render_archives`."""
     with ExitStack() as stack:
         snaps: list[Snapshot] = []
         for side, data, sha in (("base", base, base_sha), ("head", head, head_sha)):
@@ -53,4 +59,6 @@ def render_snapshots(base: bytes, head: bytes, base_sha: str, head_sha: str, cha
             except SnapshotError as exc:
                 note = Finding("error", "render-failed", root, f"{side} ({sha[:12]}): {exc}")
                 return RenderedChange(notes=[note])
+            if side == "base" and on_base is not None:
+                on_base(snaps[0])
         return render_change(snaps[0], snaps[1], changed, options)

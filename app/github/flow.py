@@ -13,7 +13,6 @@ goes up only when no other pull request with the same head SHA holds it (:mod:`.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from app.forge import Change
 from app.forge.github import GitHubForge
 from app.forge.options import AnalysisOptions, Outcome, notes_text
 from app.forge.publish import post_sticky
+from app.forge.settings import warned
 from app.forge.verdict import rendered_report_verdict, verdict_of
 from app.gitdiff import SUBMODULE_MOVED
 from app.live import live_basis_for_texts
@@ -189,10 +189,7 @@ async def comment_mode(gh: GitHubClient, pr: PullRequest, base_sha: str,
     if pr.is_merge_group or not base_sha:
         return verdict, ALWAYS
     config = await read_config(gh, pr.owner, pr.repo, base_sha)
-    if config.problem and verdict.markdown is not None:
-        warned = f"> [!WARNING]\n> {config.problem}\n\n{verdict.markdown}"
-        verdict = dataclasses.replace(verdict, markdown=warned)
-    return verdict, config.comment
+    return warned(verdict, config), config.comment
 
 
 async def _verdict_for_rendered(pr: PullRequest, pull: RenderedPull, options: AnalysisOptions) -> Verdict:

@@ -4,7 +4,9 @@
 
 read at the base revision a pull request is compared with (what runs now: a pull request cannot
 change how it is itself commented on), by the webhook service through the contents API and by
-the Action from its checkout. A missing file is the default; a file that cannot be read or holds
+the Action from its checkout. GitLab's webhook service reads the same settings from
+``.gitlab/rayservice-impact.yml``, else this file, in the base archive it renders
+(:mod:`app.forge.settings`). A missing file is the default; a file that cannot be read or holds
 anything else is the default too, and the comment says what is wrong with it (a setting that
 silences the comment must never do so by mistake).
 
@@ -50,38 +52,40 @@ class RepoConfig:
     rollout_deadline_minutes: float | None = None  # rollout.deadlineMinutes
 
 
-def parse_config(text: str | bytes) -> RepoConfig:
-    """The settings in the file's text; the default with a ``problem`` when they are unusable."""
+def parse_config(text: str | bytes, path: str = PATH) -> RepoConfig:
+    """The settings in the file's text; the default with a ``problem`` when they are unusable.
+    ``path``: the file's name in the repository, as the problem names it (GitLab's service reads
+    ``.gitlab/rayservice-impact.yml`` first, :mod:`app.forge.settings`)."""
     if len(text) > MAX_BYTES:
-        return RepoConfig(problem=f"`{PATH}` is larger than {MAX_BYTES} bytes; commenting `always`")
+        return RepoConfig(problem=f"`{path}` is larger than {MAX_BYTES} bytes; commenting `always`")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        return RepoConfig(problem=f"`{PATH}` is not valid YAML{where}; commenting `always`")
+        return RepoConfig(problem=f"`{path}` is not valid YAML{where}; commenting `always`")
     if data is None:
         return RepoConfig()
     if not isinstance(data, dict) or set(data) - {"comment", "rollout"}:
         keys = ", ".join(sorted(map(str, data))) if isinstance(data, dict) else type(data).__name__
-        return RepoConfig(problem=f"`{PATH}` may only set `comment` (found {keys}); commenting `always`")
-    deadline = _deadline(data.get("rollout"))
+        return RepoConfig(problem=f"`{path}` may only set `comment` (found {keys}); commenting `always`")
+    deadline = _deadline(data.get("rollout"), path)
     mode = data.get("comment", ALWAYS)
     if mode not in MODES:
-        return RepoConfig(problem=f"`{PATH}`: `comment` must be one of {', '.join(MODES)}, not "
+        return RepoConfig(problem=f"`{path}`: `comment` must be one of {', '.join(MODES)}, not "
                                   f"`{str(mode)[:40]}`; commenting `always`",
                           rollout_deadline_minutes=deadline)
     return RepoConfig(str(mode), rollout_deadline_minutes=deadline)
 
 
-def _deadline(rollout: object) -> float | None:
+def _deadline(rollout: object, path: str) -> float | None:
     """``rollout.deadlineMinutes`` when it is a number of minutes from 1 to 1440, else None."""
     if not isinstance(rollout, dict):
         return None
     value = rollout.get("deadlineMinutes")
     if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value <= 1440:
         if value is not None:
-            log.warning("%s: rollout.deadlineMinutes %r is not a number from 1 to 1440; ignored", PATH, value)
+            log.warning("%s: rollout.deadlineMinutes %r is not a number from 1 to 1440; ignored", path, value)
         return None
     return float(value)
 

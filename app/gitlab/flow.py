@@ -1,5 +1,9 @@
 """One merge request, end to end: read it, judge it (:func:`app.forge.judge.judge_and_publish`),
-publish the note and the status, all through :class:`app.forge.gitlab.GitLabForge`."""
+publish the note and the status, all through :class:`app.forge.gitlab.GitLabForge`.
+
+The note's comment mode is the repository's own setting at the base it is compared with:
+``.gitlab/rayservice-impact.yml``, else ``.github/rayservice-impact.yml`` (a repository mirrored
+between GitHub and GitLab keeps one file), read from the base archive (:mod:`app.forge.settings`)."""
 
 from __future__ import annotations
 
@@ -13,11 +17,14 @@ from app.forge.gitlab import GitLabForge
 from app.forge.judge import judge_and_publish
 from app.forge.options import AnalysisOptions, Outcome
 from app.github.change import PullRequest
+from app.github.repo_config import PATH as GITHUB_SETTINGS
 
 from .commands import status_ref
 from .mr import project_path
 
 log = logging.getLogger(__name__)
+
+SETTINGS = (".gitlab/rayservice-impact.yml", GITHUB_SETTINGS)
 
 
 async def run_merge_request(gl: GitLabClient, job: PullRequest, options: AnalysisOptions, *,
@@ -42,4 +49,5 @@ async def run_merge_request(gl: GitLabClient, job: PullRequest, options: Analysi
     change = Change(name, job.number, head, str(mr.get("target_branch") or job.base_ref), job.updated_at,
                     job.requested_by)
     options = dataclasses.replace(options, render="auto")
-    return await judge_and_publish(forge, change, options, is_current=is_current, repo_url=job.repo_url)
+    return await judge_and_publish(forge, change, options, is_current=is_current, repo_url=job.repo_url,
+                                   settings=SETTINGS)

@@ -32,6 +32,7 @@ from gitlab_helpers import (
     note_event,
     our_notes,
     post_hook,
+    serve_only,
     settle,
     statuses,
     wait_for,
@@ -98,6 +99,38 @@ def test_a_pass_does_not_cover_another_merge_requests_hold_until_it_is_accepted(
         again = command(url, s, 2, "/rayservice-impact rerun", head)
     assert again["status"] == "success" and again["target_url"] == f"{WEB}/2"
     assert len([n for n in our_notes(s, 2) if is_ours(n["body"])]) == 1
+
+
+def test_a_quiet_pass_held_by_the_same_head_puts_its_report_on_record(tmp_path: Path) -> None:
+    """!2's base (``release``: the bump already there) has ``comment: on-hold``, and there the head
+    only changes the Serve config: a pass, which that mode keeps to the status. Held by !1 on the
+    shared head, its report still goes on record, else !1, once accepted, stays held by !2."""
+    repo, start = gitops_repo(tmp_path)
+
+    def bump_and_serve(r: Path) -> None:
+        bump(r)
+        serve_only(r)
+
+    def quiet_release(r: Path) -> None:
+        bump(r)
+        (r / ".gitlab").mkdir()
+        (r / ".gitlab" / "rayservice-impact.yml").write_text("comment: on-hold\n")
+
+    head = branch(repo, "bump", start, bump_and_serve)
+    branch(repo, "release", start, quiet_release)
+    s = GitLabStandIn(token=TOKEN)
+    s.add_project(PROJECT_ID, PATH, repo)
+    s.add_merge_request(PROJECT_ID, 1, source_branch="bump", head_sha=head)
+    s.add_merge_request(PROJECT_ID, 2, source_branch="bump", head_sha=head, target_branch="release")
+    s.members[(PROJECT_ID, DEV)] = 30
+    with gitlab_service(s) as url:
+        assert judged(url, s, mr_event(1, head), head)["status"] == "failed"
+        two = judged(url, s, mr_event(2, head, target_branch="release"), head)
+        assert two["status"] == "failed" and "also the head of !1 (held)" in two["description"]
+        note = sticky(s, 2)
+        accepted = command(url, s, 1, "/rayservice-impact approve the pool has room", head)
+    assert state_of(note) == "success" and "serveConfigV2" in note
+    assert (accepted["status"], accepted["target_url"]) == ("success", f"{WEB}/1")
 
 
 def test_a_closed_merge_request_no_longer_holds_the_commit(tmp_path: Path) -> None:
