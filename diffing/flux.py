@@ -57,6 +57,16 @@ RULES: Mapping[str, Mapping[str, str]] = {
         "cite": "fluxcd/kustomize-controller api/v1/kustomization_types.go:31-35, "
                 "internal/controller/kustomization_controller.go:859-866",
     },
+    "prune-exclusions": {
+        f"{KUSTOMIZE_GROUP}/prune": "disabled",
+        f"{KUSTOMIZE_GROUP}/reconcile": "disabled",
+        f"{KUSTOMIZE_GROUP}/ssa": "Ignore",
+        "cite": "fluxcd/kustomize-controller internal/controller/kustomization_controller.go:1101, 1408-1414",
+    },
+    "helm-keep": {
+        "key": "helm.sh/resource-policy",
+        "cite": "helm v3.21.4 pkg/kube/client.go:447-450, pkg/action/resource_policy.go:40",
+    },
 }
 
 
@@ -153,6 +163,48 @@ def not_applied(obj: Mapping[str, Any], created: bool) -> str:
     if marks.get(key) == "IfNotPresent" and not created:
         return (f"{key}: IfNotPresent: Flux applies this object only when it does not exist, so this update "
                 "is not applied while it does: the prediction is for applying it another way")
+    return ""
+
+
+def not_pruned(deployer: Mapping[str, Any], kept: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> str:
+    """Why Flux leaves ``obj``, gone from what ``deployer`` renders, in the cluster ("" when Flux
+    deletes it). ``kept``: the same deployer at the new commit (None: it is removed too).
+
+    kustomize-controller deletes what left the build only with ``spec.prune: true``
+    (kustomization_controller.go:1101), and never an object marked ``prune: disabled``,
+    ``reconcile: disabled`` or ``ssa: Ignore`` (label or annotation, :1408-1414). A removed
+    Kustomization deletes its objects by its ``deletionPolicy``: ``MirrorPrune`` (the default,
+    api/v1/kustomization_types.go:409-414) as ``prune`` says, ``Delete`` and ``WaitForTermination``
+    always, ``Orphan`` never; a suspended one never (kustomization_controller.go:1155-1175).
+    helm-controller upgrades or uninstalls with Helm, which keeps an object annotated
+    ``helm.sh/resource-policy: keep`` (helm v3.21.4 pkg/kube/client.go:447-450,
+    pkg/action/resource_policy.go:40)."""
+    meta = _sub(obj, "metadata")
+    if deployer.get("kind") == "HelmRelease":
+        if str(_sub(meta, "annotations").get(RULES["helm-keep"]["key"]) or "").strip().lower() == "keep":
+            return (f"Flux does not delete this object: {RULES['helm-keep']['key']}: keep makes Helm leave "
+                    "it in the cluster when the release no longer renders it")
+        return ""
+    marks = {**_sub(meta, "labels"), **_sub(meta, "annotations")}
+    for key, value in RULES["prune-exclusions"].items():
+        if key != "cite" and marks.get(key) == value:
+            return (f"Flux does not delete this object: {key}: {value} keeps it out of Flux's garbage "
+                    "collection, so it stays in the cluster once it is gone from Git")
+    where = f"Kustomization {_sub(deployer, 'metadata').get('namespace') or 'default'}/" \
+            f"{_sub(deployer, 'metadata').get('name')}"
+    if kept is not None:
+        if _sub(kept, "spec").get("prune") is not True:
+            return (f"Flux does not delete this object: {where} has prune: false, so it stays in the cluster "
+                    "once it is gone from Git (delete it by hand, or set prune: true)")
+        return ""
+    spec = _sub(deployer, "spec")
+    policy = str(spec.get("deletionPolicy") or "MirrorPrune")
+    if spec.get("suspend") is True:
+        return f"Flux does not delete this object: {where} is removed while suspended, which deletes nothing"
+    if policy == "Orphan" or (policy == "MirrorPrune" and spec.get("prune") is not True):
+        said = "deletionPolicy: Orphan" if policy == "Orphan" else "prune: false (deletionPolicy MirrorPrune)"
+        return (f"Flux does not delete this object: {where} is removed with {said}, which leaves its "
+                "objects in the cluster")
     return ""
 
 

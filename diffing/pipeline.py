@@ -25,6 +25,7 @@ from diffing.environments import rank as environment_rank
 from diffing.errors import ManifestError
 from diffing.flux import advice as flux_advice
 from diffing.flux import not_applied as flux_not_applied
+from diffing.flux import not_pruned as flux_not_pruned
 from diffing.flux import reason as flux_reason
 from diffing.hints import Any, ClassVar
 from diffing.holds import (
@@ -78,7 +79,7 @@ class Target(Record):
     """One object to analyse: its two sides (``None``: absent) and what the caller knows."""
 
     _fields = ("engine", "key", "before", "after", "headroom", "live", "argo_apps", "duplicates", "replacing",
-               "flux")
+               "flux", "flux_after")
 
     engine: Engine
     key: tuple[str, str]
@@ -90,12 +91,13 @@ class Target(Record):
     duplicates: Sequence[Duplicate]
     replacing: Sequence[str]  # the objects the same change deletes (:func:`replaced_by`)
     flux: Mapping[str, Any] | None  # the Flux Kustomization / HelmRelease that deploys it, if any
+    flux_after: Mapping[str, Any] | None  # of a deleted object: that deployer at the new commit, if kept
 
     def __init__(self, engine: Engine, key: tuple[str, str], before: Manifest | None,
                  after: Manifest | None, headroom: Mapping[str, Fraction] | None = None,
                  live: LiveCluster | None = None, argo_apps: Sequence[Any] = (),
                  duplicates: Sequence[Duplicate] = (), replacing: Sequence[str] = (),
-                 flux: Mapping[str, Any] | None = None) -> None:
+                 flux: Mapping[str, Any] | None = None, flux_after: Mapping[str, Any] | None = None) -> None:
         set_field(self, "engine", engine)
         set_field(self, "key", key)
         set_field(self, "before", before)
@@ -106,6 +108,7 @@ class Target(Record):
         set_field(self, "duplicates", duplicates)
         set_field(self, "replacing", replacing)
         set_field(self, "flux", flux)
+        set_field(self, "flux_after", flux_after)
 
 
 class Analysis:
@@ -165,6 +168,9 @@ class Analysis:
         if t.flux is not None and a.after is not None and _is_kustomization(t.flux) and (
                 why := flux_not_applied(a.after.obj, a.before is None)):
             a.findings.append(a.finding("warning", "flux-not-applied", "metadata.annotations", why))
+        if t.flux is not None and a.before is not None and a.after is None and (
+                why := flux_not_pruned(t.flux, t.flux_after, a.before.obj)):
+            a.findings.append(a.finding("warning", "flux-not-pruned", "metadata", why))
         a.findings.sort(key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
         if a.action != Action.UNCHANGED:  # nothing is applied, whatever the manifest says
             a.decide()
@@ -427,7 +433,8 @@ def _analyze(before_text: Texts, after_text: Texts, kuberay_version: str,
         assert main is not None
         deployer = (a_flux if after is not None else b_flux).get(main.source)
         target = Target(engine, key, before, after, headroom=room, live=(live or {}).get(live_key(ident)),
-                        argo_apps=apps, duplicates=dups, replacing=replacing, flux=deployer)
+                        argo_apps=apps, duplicates=dups, replacing=replacing, flux=deployer,
+                        flux_after=a_flux.get(main.source) if after is None else None)
         resources.append(BY_NAME[kind].analysis.run(target))
     general = tuple(sorted((weigh_note(n, pol) for n in notes),
                            key=lambda f: SEVERITY_ORDER.get(f.severity, 3)))
