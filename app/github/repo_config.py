@@ -40,6 +40,9 @@ from app.clients.github import GitHubClient, GitHubError, GitHubNotFound
 log = logging.getLogger(__name__)
 
 PATH = ".github/rayservice-impact.yml"
+# GitLab (the service and the CI job): its own file first, then GitHub's, for a repository mirrored
+# between the hosts; the first one there decides.
+GITLAB_PATHS = (".gitlab/rayservice-impact.yml", PATH)
 MODES = ("always", "on-change", "on-hold")
 ALWAYS = "always"
 MAX_BYTES = 16 * 1024

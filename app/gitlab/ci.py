@@ -51,6 +51,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from app.github.repo_config import GITLAB_PATHS, MAX_BYTES, RepoConfig, parse_config
 from app.output import EXIT_HOLD, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from diffing.versions import DEFAULT
 
@@ -196,13 +197,36 @@ def make_plan(env: dict[str, str]) -> Plan:
             f"not posted: {TOKEN_VARIABLE} is not set (a merge request from a fork runs in the fork "
             "without the parent's variables); the report is in the job log and artifacts, and the "
             "job's outcome is the verdict")
-    comment = (env.get("RSI_COMMENT") or "always").strip().lower()
+    comment = (env.get("RSI_COMMENT") or "").strip().lower()
+    if not comment:  # the input left empty: the repository's own setting, as the service reads it
+        config = settings_at(ws, plan.range_args[0].split("...")[0].split("..")[0] if plan.range_args else "")
+        if config.problem:
+            plan.notes.append(config.problem)
+        comment = config.comment
     if comment not in COMMENT_MODES:
         plan.notes.append(f"the `comment` input must be one of {', '.join(COMMENT_MODES)}, not "
                           f"`{comment[:40]}`; commenting `always`")
         comment = "always"
     plan.comment = comment
     return plan
+
+
+def settings_at(ws: str, base: str) -> RepoConfig:
+    """The repository's comment setting at ``base`` (what the merge request is compared with: it
+    cannot set how it is itself noted), from the first of the service's files there
+    (:data:`app.github.repo_config.GITLAB_PATHS`); the default without a base or a file."""
+    if not base:
+        return RepoConfig()
+    for path in GITLAB_PATHS:
+        kind = _git(ws, "cat-file", "-t", f"{base}:{path}")
+        if kind is None:
+            continue
+        if kind != "blob":
+            return RepoConfig(problem=f"`{path}` cannot be read at the base (a {kind}); commenting `always`")
+        raw = subprocess.run(["git", "-C", ws, "cat-file", "blob", f"{base}:{path}"], capture_output=True,
+                             check=False, timeout=GIT_TIMEOUT).stdout
+        return parse_config(raw[:MAX_BYTES + 1], path)
+    return RepoConfig()
 
 
 def _short(rev: str) -> str:

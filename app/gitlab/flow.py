@@ -17,14 +17,13 @@ from app.forge.gitlab import GitLabForge
 from app.forge.judge import judge_and_publish
 from app.forge.options import AnalysisOptions, Outcome
 from app.github.change import PullRequest
-from app.github.repo_config import PATH as GITHUB_SETTINGS
+from app.github.repo_config import GITLAB_PATHS as SETTINGS
 
 from .commands import status_ref
 from .mr import project_path
 
 log = logging.getLogger(__name__)
 
-SETTINGS = (".gitlab/rayservice-impact.yml", GITHUB_SETTINGS)
 
 
 async def run_merge_request(gl: GitLabClient, job: PullRequest, options: AnalysisOptions, *,

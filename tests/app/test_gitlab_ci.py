@@ -15,7 +15,7 @@ import pytest
 from github_helpers import MANIFEST, manifest
 from gitlab_ci_runner import INPUT, ROOT, TEMPLATE, documents, interpolate, run_job
 
-from app.gitlab.ci import job_exit
+from app.gitlab.ci import job_exit, make_plan, settings_at
 
 SCHEMA = json.loads((ROOT / "tests" / "data" / "gitlab" / "codequality.schema.json").read_text())
 OTHER = "k8s/other.yaml"
@@ -301,3 +301,61 @@ def test_a_forks_pipeline_without_the_token_reports_in_the_log_and_still_fails_o
     assert "post_note" not in run.log  # the posting step did not run
     plan = assert_hold_artifacts(run.project_dir)
     assert plan["post"] is False and plan["project"] == "42"
+
+
+# -- the comment mode: the input, else the project's setting at the compared base ----------------
+
+def _commit_files(repo: Path, files: dict[str, str | None], message: str) -> str:
+    for rel, text in files.items():
+        path = repo / rel
+        if text is None:
+            if path.is_dir():
+                for child in path.iterdir():
+                    child.unlink()
+                path.rmdir()
+            elif path.exists():
+                path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def test_the_setting_at_the_base_is_gitlabs_file_else_githubs(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    none = _commit_files(repo, {"README.md": "# r\n"}, "nothing set")
+    github = _commit_files(repo, {".github/rayservice-impact.yml": "comment: on-change\n"}, "github")
+    both = _commit_files(repo, {".gitlab/rayservice-impact.yml": "comment: on-hold\n"}, "both")
+    empty = _commit_files(repo, {".gitlab/rayservice-impact.yml": ""}, "empty gitlab file")
+    bad = _commit_files(repo, {".gitlab/rayservice-impact.yml": "comment: loud\n"}, "bad value")
+    folder = _commit_files(repo, {".gitlab/rayservice-impact.yml": None,
+                                  ".gitlab/rayservice-impact.yml/x": "comment: on-hold\n"}, "a folder")
+    ws = str(repo)
+    assert [settings_at(ws, c).comment for c in (none, github, both, empty)] == [
+        "always", "on-change", "on-hold", "always"]   # an empty .gitlab file is the default, no fallback
+    assert settings_at(ws, "").comment == "always"
+    wrong = settings_at(ws, bad)
+    assert wrong.comment == "always" and "`.gitlab/rayservice-impact.yml`" in wrong.problem
+    assert "a tree" in settings_at(ws, folder).problem
+
+
+def test_the_job_takes_the_mode_from_the_base_unless_the_input_sets_one(hold_origin, tmp_path) -> None:
+    """The base (``base`` input) has ``comment: on-hold``; the head removes the file: the base's
+    setting decides. A ``comment`` input wins; a bad one is ``always``, said in the note."""
+    o = hold_origin
+    work = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(o.path), str(work)], check=True)
+    _git(work, "checkout", "-q", o.target)
+    quiet = _commit_files(work, {".gitlab/rayservice-impact.yml": "comment: on-hold\n"}, "quiet")
+    loud = _commit_files(work, {".gitlab/rayservice-impact.yml": None}, "the head drops it")
+    env = {**mr_variables(o, "merged_result"), "CI_PROJECT_DIR": str(work), "RSI_BASE": quiet,
+           "RSI_HEAD": loud}
+    assert make_plan(env).comment == "on-hold"
+    assert make_plan({**env, "RSI_COMMENT": "on-change"}).comment == "on-change"
+    plan = make_plan({**env, "RSI_COMMENT": "shout"})
+    assert plan.comment == "always" and any("`shout`" in n for n in plan.notes)
+    assert make_plan({**env, "RSI_BASE": loud, "RSI_HEAD": quiet}).comment == "always"
