@@ -26,7 +26,7 @@ from .kustomize import _link_or_copy, _load, _uses_helm_charts, find_tool, kusto
 from .process import RenderError, RenderLimits, decode_utf8, run_tool
 from .roots import KUSTOMIZATION_FILES
 from .snapshot import Snapshot
-from .sourceignore import ArtifactRules, Pattern, artifact_copy
+from .sourceignore import ArtifactRules, Pattern, artifact_copy, excluded_paths
 
 # -- envsubst ------------------------------------------------------------------------------------
 
@@ -194,7 +194,9 @@ def _lay_out(snapshot: Snapshot, copy: str, rules: ArtifactRules | None) -> dict
     if rules is None:
         shutil.copytree(snapshot.root, copy, symlinks=True, copy_function=_link_or_copy)
         return {}
-    return artifact_copy(snapshot.root, copy, rules)
+    excluded = excluded_paths(snapshot, rules)
+    artifact_copy(snapshot.root, copy, excluded)
+    return excluded
 
 
 def _left_out(rel: str, excluded: Mapping[str, Pattern]) -> tuple[str, Pattern] | None:

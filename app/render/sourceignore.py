@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
 from .kustomize import _link_or_copy
-from .snapshot import walk_files
+from .snapshot import Snapshot
 
 IGNORE_FILE = ".sourceignore"
 # sourceignore.go:29-34, in the order NewDefaultMatcher puts them (:45-51)
@@ -112,6 +114,12 @@ def go_glob(p: str) -> re.Pattern[str] | None:
 def _go_match(p: str, name: str) -> bool | None:
     rx = go_glob(p)
     return None if rx is None else rx.fullmatch(name) is not None
+
+
+def _any_element(p: str, elements: tuple[str, ...]) -> bool | None:
+    """Whether one of ``elements`` matches ``p`` (None: ``p`` is malformed, so nothing does)."""
+    rx = go_glob(p)
+    return None if rx is None else any(rx.fullmatch(e) is not None for e in elements)
 
 
 # -- patterns --------------------------------------------------------------------------------------
@@ -253,17 +261,35 @@ class Filter:
             if rules.spec_ignore else []
         found = self.spec or any(self.by_domain.values())
         self.base = list(VCS_PATTERNS) if found else [*VCS_PATTERNS, *DEFAULT_PATTERNS]
+        self._by_folder: dict[tuple[str, ...], list[tuple[Pattern, bool | None]]] = {}
 
     def decide(self, path: tuple[str, ...], is_dir: bool) -> Pattern | None:
         """The pattern that decides ``path`` (matcher.go:41-49: the last one that matches), or None."""
-        lists = [self.base]
-        lists += [self.by_domain[path[:i]] for i in range(len(path)) if path[:i] in self.by_domain]
-        lists.append(self.spec)
-        for patterns in reversed(lists):
-            for p in reversed(patterns):
+        name = path[-1]
+        for p, hit in self._candidates(path[:-1]):
+            if p.is_glob:
                 if p.match(path, is_dir) != NO_MATCH:
                     return p
+            elif hit:  # an element of the folder matched: pattern.go:111-121 returns there
+                return p
+            elif hit is False and _go_match(p.parts[0], name) and not (p.dir_only and not is_dir):
+                return p
         return None
+
+    def _candidates(self, folder: tuple[str, ...]) -> list[tuple[Pattern, bool | None]]:
+        """The patterns that may match a path in ``folder``, last first; with each simple one,
+        whether an element of ``folder`` below its domain already matches it (None: malformed).
+        Computed once per folder: the files of one folder differ only in their last element."""
+        found = self._by_folder.get(folder)
+        if found is None:
+            lists = [self.base]
+            lists += [self.by_domain[folder[:i]] for i in range(len(folder) + 1)
+                      if folder[:i] in self.by_domain]
+            lists.append(self.spec)
+            found = [(p, None if p.is_glob else _any_element(p.parts[0], folder[len(p.domain):]))
+                     for patterns in reversed(lists) for p in reversed(patterns)]
+            self._by_folder[folder] = found
+        return found
 
     def excluded(self, rel: str, is_dir: bool) -> Pattern | None:
         """The pattern that leaves ``rel`` out of the artifact, or None when it is in."""
@@ -271,43 +297,74 @@ class Filter:
         return p if p is not None and not p.inclusion else None
 
 
-def artifact_copy(top: str, dest: str, rules: ArtifactRules) -> dict[str, Pattern]:
-    """Lay out in ``dest`` what the artifact holds of the tree ``top``: its files hard-linked (copied
-    where linking fails), symlinks kept as they are, minus what the filter excludes. Returns the
-    excluded repo paths and the pattern of each (folders too). One walk, as the copy it replaces."""
+def _entries(top: str) -> Iterator[tuple[str, str, str, bool, bool]]:
+    """Every folder, file and symlink below ``top`` (``.git`` not entered, as sourceignore.go:120;
+    a snapshot has none): (its folder, repo path, full path, is a folder, is a symlink). The
+    directory entries' own types, with no further system call, and a stack, not recursion."""
+    stack = [("", top)]
+    while stack:
+        rel_top, folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_top}/{entry.name}" if rel_top else entry.name
+            is_link = entry.is_symlink()
+            is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+            yield rel_top, rel, entry.path, is_dir, is_link
+            if is_dir and entry.name != ".git":
+                stack.append((rel, entry.path))
+
+
+def scan(top: str, rules: ArtifactRules) -> dict[str, Pattern]:
+    """The repo paths of the tree ``top`` that the artifact leaves out, each with the pattern that
+    does (folders too; a path below a left-out folder is decided on its own: archive.go:116-119)."""
     filt = Filter(rules)
-    excluded: dict[str, Pattern] = {}
+    out: dict[str, Pattern] = {}
+    for _, rel, _, is_dir, _ in _entries(top):
+        if (why := filt.excluded(rel, is_dir)) is not None:
+            out[rel] = why
+    return out
+
+
+_SCANS: OrderedDict[tuple[str, str, ArtifactRules], dict[str, Pattern]] = OrderedDict()
+_SCANS_LOCK = threading.Lock()
+
+
+def excluded_paths(snapshot: Snapshot, rules: ArtifactRules) -> dict[str, Pattern]:
+    """:func:`scan` of a snapshot, once for all the Flux roots of one revision and one GitRepository
+    (a snapshot is never changed while it exists; a few are kept)."""
+    key = (snapshot.root, snapshot.revision, rules)
+    with _SCANS_LOCK:
+        found = _SCANS.get(key)
+    if found is None:
+        found = scan(snapshot.root, rules)
+        with _SCANS_LOCK:
+            _SCANS[key] = found
+            while len(_SCANS) > 8:
+                _SCANS.popitem(last=False)
+    return found
+
+
+def artifact_copy(top: str, dest: str, excluded: Mapping[str, Pattern]) -> None:
+    """Lay out in ``dest`` what the artifact holds of the tree ``top``: its files hard-linked (copied
+    where linking fails) and its symlinks as they are, but for the ``excluded`` paths. One walk, as
+    the plain copy it replaces."""
     os.makedirs(dest, exist_ok=True)
     made = {""}
-    for folder, dirs, files in walk_files(top):
-        rel_top = os.path.relpath(folder, top).replace(os.sep, "/")
-        rel_top = "" if rel_top == "." else rel_top
-        for name in dirs:
-            rel = f"{rel_top}/{name}" if rel_top else name
-            src = os.path.join(folder, name)
-            why = filt.excluded(rel, not os.path.islink(src))
-            if why is not None:
-                excluded[rel] = why
-                continue
-            _ensure(dest, rel_top, made)
-            if os.path.islink(src):
-                os.symlink(os.readlink(src), os.path.join(dest, rel))
-            else:
-                os.makedirs(os.path.join(dest, rel), exist_ok=True)
-                made.add(rel)
-        for name in files:
-            rel = f"{rel_top}/{name}" if rel_top else name
-            why = filt.excluded(rel, False)
-            if why is not None:
-                excluded[rel] = why
-                continue
-            _ensure(dest, rel_top, made)
-            src = os.path.join(folder, name)
-            if os.path.islink(src):
-                os.symlink(os.readlink(src), os.path.join(dest, rel))
-            else:
-                _link_or_copy(src, os.path.join(dest, rel))
-    return excluded
+    for rel_top, rel, full, is_dir, is_link in _entries(top):
+        if rel in excluded:
+            continue
+        _ensure(dest, rel_top, made)
+        if is_link:
+            os.symlink(os.readlink(full), os.path.join(dest, rel))
+        elif is_dir:
+            os.makedirs(os.path.join(dest, rel), exist_ok=True)
+            made.add(rel)
+        else:
+            _link_or_copy(full, os.path.join(dest, rel))
 
 
 def _ensure(dest: str, rel: str, made: set[str]) -> None:
