@@ -309,3 +309,43 @@ def test_a_chart_template_the_sourceignore_excludes_is_not_rendered(repo: Path, 
     code, report = run(repo, base, commit(repo), capsys)
     assert [(r["name"], r["action"]) for r in report["resources"] if r["source"] == "HelmRelease ray/ray-llm"
             ] == [("ray-llm", "deleted")]
+
+
+def test_a_file_brought_back_inside_a_left_out_folder_is_laid_out(tmp_path: Path) -> None:
+    """archive.go:106-119 decides every path on its own (no pruning): ``secret/`` then
+    ``!secret/keep.yaml`` keeps that file, and its folder is made for it (tar/untar.go:127-132);
+    symlinks are kept as they are, the rest is hard-linked."""
+    from app.render.sourceignore import artifact_copy, scan
+
+    top = tmp_path / "tree"
+    for rel in ("secret/drop.yaml", "secret/keep.yaml", "apps/a.yaml", "apps/logo.png", "empty/.gitkeep"):
+        write(top, rel, "x: 1\n")
+    (top / "apps/link.yaml").symlink_to("a.yaml")
+    rules = ArtifactRules("r", spec_ignore="secret/\n!secret/keep.yaml\n")
+    excluded = scan(str(top), rules)
+    assert sorted(excluded) == ["secret", "secret/drop.yaml"]  # defaults off: logo.png stays
+    dest = tmp_path / "artifact"
+    artifact_copy(str(top), str(dest), excluded)
+    got = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if not p.is_dir())
+    assert got == ["apps/a.yaml", "apps/link.yaml", "apps/logo.png", "empty/.gitkeep", "secret/keep.yaml"]
+    assert (dest / "apps/link.yaml").is_symlink()
+    assert (dest / "apps/a.yaml").stat().st_ino == (top / "apps/a.yaml").stat().st_ino
+
+
+@needs_kubectl
+def test_a_values_file_the_artifact_leaves_out_is_missing(repo: Path, engine: str, capsys) -> None:
+    """valuesFiles are read from the same artifact: a left-out one is a render-failed hold naming the
+    pattern, unless ignoreMissingValuesFiles."""
+    write(repo, "charts/ray-llm/Chart.yaml", {"apiVersion": "v2", "name": "ray-llm", "version": "0.1.0"})
+    service = other_service(repo, "{{ .Release.Name }}").replace("2.52.0-py311-cu128", "{{ .Values.tag }}")
+    write(repo, "charts/ray-llm/templates/rayservice.yaml", service)
+    write(repo, "values/prod.yaml", {"tag": "2.52.0-py311-cu128"})
+    chart = {"chart": "./charts/ray-llm", "sourceRef": {**SOURCE, "namespace": "flux-system"},
+             "valuesFiles": ["values/prod.yaml"]}
+    write(repo, "clusters/prod/ray-llm.yaml", helm_release("ray-llm", "ray", chart))
+    base = commit(repo, "chart")
+    set_repository_ignore(repo, "/values/\n")
+    code, report = run(repo, base, commit(repo), capsys)
+    [f] = [f for f in report["findings"] if f["path"] == "HelmRelease ray/ray-llm"]
+    assert (code, f["code"]) == (3, "render-failed")
+    assert "values/prod.yaml" in f["message"] and "'/values/' (spec.ignore of GitRepository" in f["message"]
