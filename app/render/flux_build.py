@@ -218,15 +218,16 @@ def _because(rules: ArtifactRules, rel: str, excluded: Mapping[str, Pattern]) ->
             f"({pattern.origin})")
 
 
-def _with_exclusions(message: str, rules: ArtifactRules | None, excluded: Mapping[str, Pattern]) -> str:
-    """A failed build's message, with why a path it names is not in the artifact (the build fails in
-    Flux too: kustomize finds no such file)."""
+def _with_exclusions(message: str, root: str, rules: ArtifactRules | None, excluded: Mapping[str, Pattern]
+                     ) -> str:
+    """A failed build's message, with why a path it names (``root``/path, as the tools print it) is not
+    in the artifact: the build fails in Flux too, kustomize finds no such file. The longest one."""
     if rules is None:
         return message
-    for rel in excluded:
-        if rel in message and (why := _because(rules, rel, excluded)):
-            return f"{message} ({why})"
-    return message
+    named = [rel for rel in excluded if f"{root}/{rel}" in message]
+    if not named:
+        return message
+    return f"{message} ({_because(rules, max(named, key=len), excluded)})"
 
 
 def render_flux_kustomization(snapshot: Snapshot, folder: str, opts: FluxKustomize, limits: RenderLimits,
@@ -248,7 +249,8 @@ def render_flux_kustomization(snapshot: Snapshot, folder: str, opts: FluxKustomi
             text = decode_utf8(tool, run_tool(tool, [*argv, target, *_flags(target, copy, tool)], cwd=copy,
                                               limits=limits))
         except RenderError as exc:
-            message = _with_exclusions(exc.message.replace(copy, snapshot.root), opts.artifact, excluded)
+            message = _with_exclusions(exc.message.replace(copy, snapshot.root), snapshot.root, opts.artifact,
+                                       excluded)
             raise RenderError(exc.tool, message) from None
     return after_build(text, opts)
 
@@ -312,7 +314,8 @@ def chart_source(snapshot: Snapshot, chart: str, post: FluxPostRender) -> Iterat
         try:
             yield Snapshot(copy, snapshot.revision, dict(snapshot.refused))
         except RenderError as exc:
-            message = _with_exclusions(exc.message.replace(copy, snapshot.root), post.artifact, excluded)
+            message = _with_exclusions(exc.message.replace(copy, snapshot.root), snapshot.root, post.artifact,
+                                       excluded)
             raise RenderError(exc.tool, message) from None
 
 

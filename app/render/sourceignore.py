@@ -16,7 +16,7 @@ artifact/v0.18.0, go.mod:27,37):
   ``spec.ignore``) it is the VCS patterns plus those alone: the defaults are dropped.
 * archive.go:106-119 asks the filter about every path it walks, folders included, and skips a
   filtered one without pruning: a file below an excluded folder is asked about on its own (a
-  ``!`` pattern can bring it back; fluxcd/pkg tar/untar.go:127-132 makes its folders).
+  ``!`` pattern can bring it back; fluxcd/pkg e2cfd1a tar/untar.go:127-132 makes its folders).
 * sourceignore/gitignore/matcher.go:41-49: the last pattern that matches decides.
   gitignore/pattern.go:60-174: a pattern without ``/`` matches any path element below its domain,
   one with ``/`` is anchored there, ``**`` crosses folders, a trailing ``/`` only ever stops the
@@ -329,14 +329,16 @@ def scan(top: str, rules: ArtifactRules) -> dict[str, Pattern]:
     return out
 
 
-_SCANS: OrderedDict[tuple[str, str, ArtifactRules], dict[str, Pattern]] = OrderedDict()
+_SCANS: OrderedDict[tuple[str, str, int, int, ArtifactRules], dict[str, Pattern]] = OrderedDict()
 _SCANS_LOCK = threading.Lock()
 
 
 def excluded_paths(snapshot: Snapshot, rules: ArtifactRules) -> dict[str, Pattern]:
     """:func:`scan` of a snapshot, once for all the Flux roots of one revision and one GitRepository
-    (a snapshot is never changed while it exists; a few are kept)."""
-    key = (snapshot.root, snapshot.revision, rules)
+    (a snapshot is never changed while it exists; a few are kept). The folder's inode and change
+    time are in the key, so a later snapshot unpacked to a reused temp name is scanned afresh."""
+    st = os.stat(snapshot.root)
+    key = (snapshot.root, snapshot.revision, st.st_ino, st.st_ctime_ns, rules)
     with _SCANS_LOCK:
         found = _SCANS.get(key)
     if found is None:
