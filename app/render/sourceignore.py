@@ -22,6 +22,9 @@ artifact/v0.18.0, go.mod:27,37):
   one with ``/`` is anchored there, ``**`` crosses folders, a trailing ``/`` only ever stops the
   pattern matching a *file* by its last element, and every element is compared with Go's
   ``filepath.Match`` (a malformed pattern matches nothing).
+
+Not modelled: archive.go:111-114 also leaves every symlink out; the copy keeps the snapshot's
+(in-repository) symlinks, as the renders did before.
 """
 
 from __future__ import annotations
@@ -231,7 +234,7 @@ DEFAULT_PATTERNS = _split(EXCLUDE_DEFAULT, "source-controller's default exclusio
 @dataclass(frozen=True, slots=True)
 class ArtifactRules:
     """What decides a GitRepository artifact's content, as found in the snapshot: every
-    ``.sourceignore`` (its folder, its text) in source-controller's load order, and the
+    ``.sourceignore`` (its folder, its text; see :func:`ignore_files` on their order), and the
     GitRepository's ``spec.ignore`` (None when it has none). Part of a render's cache key."""
 
     repository: str

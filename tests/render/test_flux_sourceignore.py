@@ -102,6 +102,16 @@ def test_pattern_matches_as_fluxcd_pkg_does(name: str, pattern: str, domain: str
     assert parse_pattern(pattern, dom, "test").match(tuple(path.split("/")), is_dir) == expected
 
 
+@pytest.mark.parametrize(("name", "pattern", "domain", "path", "is_dir", "expected"), PATTERN_CASES,
+                         ids=[c[0] for c in PATTERN_CASES])
+def test_the_filter_decides_as_the_pattern_does(name: str, pattern: str, domain: str, path: str, is_dir: bool,
+                                                expected: int) -> None:
+    """The same cases through :class:`Filter` (per-folder shortcut for patterns without ``/``), the
+    pattern written in a ``.sourceignore`` of its domain folder."""
+    filt = Filter(ArtifactRules("r", ignore_files=((domain, pattern + "\n"),)))
+    assert (filt.excluded(path, is_dir) is not None) == (expected == EXCLUDE)
+
+
 def test_any_pattern_drops_the_defaults_but_never_the_vcs_ones() -> None:
     """artifact/storage/archive.go:68-77: no pattern at all -> VCS + defaults; any pattern (a
     ``.sourceignore`` anywhere, or ``spec.ignore``) -> VCS + those only."""
