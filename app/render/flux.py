@@ -26,6 +26,8 @@ Upstream read (fluxcd/kustomize-controller 186fb3b, fluxcd/pkg e2cfd1a, fluxcd/h
   fluxcd/pkg chartutil/values.go:233-255 merges ``valuesFrom`` in order (a ``targetPath`` sets one
   value as ``--set`` would), ``values`` over them; internal/postrender/build.go:30 runs the
   ``postRenderers`` kustomize patches and images over the chart's output.
+* Both build from the GitRepository's artifact, which leaves out what ``.sourceignore`` files,
+  ``spec.ignore`` and source-controller's defaults exclude: :mod:`app.render.sourceignore`.
 
 Nothing here is fetched: a source that is not this repository, a Secret, a chart from a Helm or
 OCI repository is an ``unknown-source`` finding that holds, as for Argo CD.
@@ -59,6 +61,7 @@ from .roots import (
     _Tree,
     normalize_repo_url,
 )
+from .sourceignore import ArtifactRules, ignore_files
 
 KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
 HELM_GROUP = "helm.toolkit.fluxcd.io"
@@ -89,6 +92,7 @@ class FluxKustomize:
     common_annotations: tuple[tuple[str, str], ...] = ()
     post_build: bool = False
     variables: tuple[tuple[str, str], ...] = ()
+    artifact: ArtifactRules | None = None  # what the GitRepository's artifact leaves out
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,7 @@ class FluxPostRender:
     images: tuple[str, ...] = ()
     chart_values: tuple[str, ...] = ()
     ignore_missing_values: bool = False
+    artifact: ArtifactRules | None = None
 
 
 # -- discovery -----------------------------------------------------------------------------------
@@ -169,6 +174,30 @@ def _ours(docs: _FluxDocs, ref: Mapping[str, Any], namespace: str, repo_url: str
     return (ns, name) == BOOTSTRAP, what, ""
 
 
+def _artifact_rules(tree: _Tree, docs: _FluxDocs, ref: Mapping[str, Any], namespace: str, root: Root
+                    ) -> ArtifactRules:
+    """What source-controller leaves out of this repository's artifact (app/render/sourceignore.py):
+    every ``.sourceignore`` of the snapshot (each is read by the root, since any one of them turns
+    the default exclusions off) and the GitRepository's ``spec.ignore``. A bootstrap GitRepository
+    that is not in the snapshot is taken to have none (docs/flux.md: a guess)."""
+    ns = str(ref.get("namespace") or namespace)
+    name = str(ref.get("name") or "")
+    texts = []
+    for rel in ignore_files(tree.files):
+        data = tree.read(rel)
+        root.read_files.add(rel)
+        folder = rel.rpartition("/")[0]
+        texts.append((folder, (data or b"").decode("utf-8", "surrogateescape")))
+    found = docs.repositories.get((ns, name))
+    ignore = _spec(found[1]).get("ignore") if found is not None else None
+    if ignore is not None and not isinstance(ignore, str):
+        where = found[0] if found is not None else "?"
+        root.problem = root.problem or (f"spec.ignore of GitRepository {ns}/{name} ({where}) is not a "
+                                        "string: source-controller refuses it")
+        ignore = None
+    return ArtifactRules(f"GitRepository {ns}/{name}", tuple(texts), ignore)
+
+
 def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), str(v)) for k, v in _mapping(value).items()))
 
@@ -226,6 +255,7 @@ def _ks_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], re
         return root
     if repo_file:
         root.read_files.add(repo_file)
+    artifact = _artifact_rules(tree, docs, _mapping(spec.get("sourceRef")), ns, root)
     raw_path = str(spec.get("path") or "./")
     path = _norm("", raw_path.lstrip("/") or ".")
     if path is None or not tree.isdir(path):
@@ -249,7 +279,7 @@ def _ks_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], re
         components=tuple(str(c) for c in _seq(spec.get("components")) if isinstance(c, str)),
         ignore_missing_components=spec.get("ignoreMissingComponents") is True,
         common_labels=_pairs(cmeta.get("labels")), common_annotations=_pairs(cmeta.get("annotations")),
-        post_build=bool(post), variables=variables)
+        post_build=bool(post), variables=variables, artifact=artifact)
     if any(not isinstance(p, Mapping) for p in _seq(spec.get("patchesStrategicMerge"))):
         problems.append("spec.patchesStrategicMerge holds an entry that is not an inline object (a file "
                         "or URL kustomize would load): not evaluated here")
@@ -347,6 +377,7 @@ def _hr_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], re
         return root
     if repo_file:
         root.read_files.add(repo_file)
+    artifact = _artifact_rules(tree, docs, _mapping(chart.get("sourceRef")), ns, root)
     chart_path = _norm("", str(chart.get("chart") or "").lstrip("/") or ".")
     if chart_path is None or chart_path not in tree.charts:
         root.problem = f"spec.chart.spec.chart {chart.get('chart')!r} is not a chart folder of this repo"
@@ -400,7 +431,8 @@ def _hr_root(tree: _Tree, docs: _FluxDocs, file: str, doc: Mapping[str, Any], re
     post = FluxPostRender(
         patches=_json(_only(p, ("patch", "target")) for k in kustomize for p in _seq(k.get("patches"))),
         images=_json(_only(i, _IMAGE_KEYS) for k in kustomize for i in _seq(k.get("images"))),
-        chart_values=tuple(value_files), ignore_missing_values=chart.get("ignoreMissingValuesFiles") is True)
+        chart_values=tuple(value_files), ignore_missing_values=chart.get("ignoreMissingValuesFiles") is True,
+        artifact=artifact)
     helm = HelmOptions(release_name=_release_name(doc), namespace=target_ns,
                        values=(yaml.safe_dump(merged),) if merged else ())
     root.sources.append(RenderSource("flux-helm", chart_path, helm=helm, flux=post))

@@ -1,7 +1,8 @@
-"""Building a Flux root as the controllers do (docs/flux.md): the kustomization kustomize-controller
-generates for a plain folder, ``kubectl kustomize`` with the root-only limits, the post-build
-``envsubst``, a HelmRelease's ``valuesFiles`` and post-renderers. Finding the roots is
-:mod:`app.render.flux`; this module is what :mod:`app.render.pipeline` runs for them.
+"""Building a Flux root as the controllers do (docs/flux.md): from what the GitRepository's
+artifact holds (:mod:`app.render.sourceignore`), the kustomization kustomize-controller generates
+for a plain folder, ``kubectl kustomize`` with the root-only limits, the post-build ``envsubst``, a
+HelmRelease's ``valuesFiles`` and post-renderers. Finding the roots is :mod:`app.render.flux`; this
+module is what :mod:`app.render.pipeline` runs for them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .kustomize import _link_or_copy, _load, _uses_helm_charts, find_tool, kusto
 from .process import RenderError, RenderLimits, decode_utf8, run_tool
 from .roots import KUSTOMIZATION_FILES
 from .snapshot import Snapshot
+from .sourceignore import ArtifactRules, Pattern, artifact_copy, excluded_paths
 
 # -- envsubst ------------------------------------------------------------------------------------
 
@@ -186,21 +188,70 @@ def _write_kustomization(folder: str, doc: Mapping[str, Any]) -> None:
         yaml.safe_dump(dict(doc), fh, sort_keys=False)
 
 
+def _lay_out(snapshot: Snapshot, copy: str, rules: ArtifactRules | None) -> dict[str, Pattern]:
+    """The tree a controller builds from, hard-linked into ``copy``: the artifact of ``rules``' GitRepository
+    (what it excludes, by path), or the whole snapshot without rules."""
+    if rules is None:
+        shutil.copytree(snapshot.root, copy, symlinks=True, copy_function=_link_or_copy)
+        return {}
+    excluded = excluded_paths(snapshot, rules)
+    artifact_copy(snapshot.root, copy, excluded)
+    return excluded
+
+
+def _left_out(rel: str, excluded: Mapping[str, Pattern]) -> tuple[str, Pattern] | None:
+    """``rel`` or its nearest folder that the artifact leaves out, with the pattern that does."""
+    parts = rel.split("/")
+    for i in range(len(parts), 0, -1):
+        head = "/".join(parts[:i])
+        if head in excluded:
+            return head, excluded[head]
+    return None
+
+
+def _because(rules: ArtifactRules, rel: str, excluded: Mapping[str, Pattern]) -> str:
+    found = _left_out(rel, excluded)
+    if found is None:
+        return ""
+    what, pattern = found
+    return (f"{what} is left out of the artifact of {rules.repository} by {pattern.text!r} "
+            f"({pattern.origin})")
+
+
+def _with_exclusions(message: str, root: str, rules: ArtifactRules | None, excluded: Mapping[str, Pattern]
+                     ) -> str:
+    """A failed build's message, with why a path it names (``root``/path, as the tools print it) is not
+    in the artifact: the build fails in Flux too, kustomize finds no such file. The longest one."""
+    if rules is None:
+        return message
+    named = [rel for rel in excluded if f"{root}/{rel}" in message]
+    if not named:
+        return message
+    return f"{message} ({_because(rules, max(named, key=len), excluded)})"
+
+
 def render_flux_kustomization(snapshot: Snapshot, folder: str, opts: FluxKustomize, limits: RenderLimits,
                               *, renderer: str | None = None) -> str:
-    """What kustomize-controller applies for a Kustomization of ``folder``: generated kustomization,
-    real kustomize (root-only, no plugins), postBuild substitution, commonMetadata."""
+    """What kustomize-controller applies for a Kustomization of ``folder``: the artifact's tree,
+    generated kustomization, real kustomize (root-only, no plugins), postBuild substitution,
+    commonMetadata."""
     tool, argv = kustomize_command(renderer)
     with tempfile.TemporaryDirectory(prefix="rsi-flux-") as scratch:
         copy = os.path.join(scratch, "repo")
-        shutil.copytree(snapshot.root, copy, symlinks=True, copy_function=_link_or_copy)
+        excluded = _lay_out(snapshot, copy, opts.artifact)
         target = os.path.join(copy, folder) if folder else copy
+        if not os.path.isdir(target) and opts.artifact is not None:
+            # kustomization_controller.go:371-380 (kustomize-controller 186fb3b): the build stops
+            raise RenderError("flux", f"kustomization path not found: spec.path {folder!r} is not in the "
+                                      f"artifact: {_because(opts.artifact, folder, excluded)}")
         _write_kustomization(target, generate(target, opts))
         try:
             text = decode_utf8(tool, run_tool(tool, [*argv, target, *_flags(target, copy, tool)], cwd=copy,
                                               limits=limits))
         except RenderError as exc:
-            raise RenderError(exc.tool, exc.message.replace(copy, snapshot.root)) from None
+            message = _with_exclusions(exc.message.replace(copy, snapshot.root), snapshot.root, opts.artifact,
+                                       excluded)
+            raise RenderError(exc.tool, message) from None
     return after_build(text, opts)
 
 
@@ -244,19 +295,40 @@ def _opted_out(doc: Mapping[str, Any]) -> bool:
 
 
 @contextlib.contextmanager
-def chart_values_replaced(snapshot: Snapshot, chart: str, post: FluxPostRender) -> Iterator[Snapshot]:
-    """``snapshot`` itself, or (with ``valuesFiles``) a hard-linked copy whose chart values.yaml is
-    the merge of those files in order, as the HelmChart that source-controller builds holds."""
-    if not post.chart_values:
+def chart_source(snapshot: Snapshot, chart: str, post: FluxPostRender) -> Iterator[Snapshot]:
+    """The tree the HelmChart is built from: the GitRepository's artifact (a hard-linked copy without
+    what it excludes), whose chart values.yaml is, with ``valuesFiles``, the merge of those files in
+    order, as the HelmChart that source-controller builds holds. ``snapshot`` itself when neither
+    applies."""
+    if not post.chart_values and post.artifact is None:
         yield snapshot
         return
+    with tempfile.TemporaryDirectory(prefix="rsi-fluxchart-") as scratch:
+        copy = os.path.join(scratch, "repo")
+        excluded = _lay_out(snapshot, copy, post.artifact)
+        if not os.path.isdir(os.path.join(copy, chart) if chart else copy) and post.artifact is not None:
+            raise RenderError("helm", f"chart {chart!r} is not in the artifact: "
+                                      f"{_because(post.artifact, chart, excluded)}")
+        if post.chart_values:
+            _replace_values(copy, chart, post, excluded)
+        try:
+            yield Snapshot(copy, snapshot.revision, dict(snapshot.refused))
+        except RenderError as exc:
+            message = _with_exclusions(exc.message.replace(copy, snapshot.root), snapshot.root, post.artifact,
+                                       excluded)
+            raise RenderError(exc.tool, message) from None
+
+
+def _replace_values(copy: str, chart: str, post: FluxPostRender, excluded: Mapping[str, Pattern]) -> None:
     merged: dict[str, Any] = {}
     for rel in post.chart_values:
-        path = snapshot.path(rel)
+        path = os.path.join(copy, rel)
         if not os.path.isfile(path):
             if post.ignore_missing_values:
                 continue
-            raise RenderError("helm", f"valuesFiles {rel}: no such file in this repository")
+            why = _because(post.artifact, rel, excluded) if post.artifact is not None else ""
+            raise RenderError("helm", f"valuesFiles {rel}: no such file in this repository's artifact"
+                                      + (f" ({why})" if why else ""))
         with open(path, "rb") as fh:
             try:
                 loaded = _load(fh.read(4 * 1024 * 1024 + 1), rel)
@@ -265,18 +337,11 @@ def chart_values_replaced(snapshot: Snapshot, chart: str, post: FluxPostRender) 
         if loaded is not None and not isinstance(loaded, dict):
             raise RenderError("helm", f"valuesFiles {rel}: not a mapping")
         merged = merge_maps(merged, loaded or {})
-    with tempfile.TemporaryDirectory(prefix="rsi-fluxchart-") as scratch:
-        copy = os.path.join(scratch, "repo")
-        shutil.copytree(snapshot.root, copy, symlinks=True, copy_function=_link_or_copy)
-        values = os.path.join(copy, chart, "values.yaml") if chart else os.path.join(copy, "values.yaml")
-        if os.path.lexists(values):
-            os.unlink(values)  # a hard link to the snapshot's file: never write through it
-        with open(values, "w", encoding="utf-8") as fh:
-            yaml.safe_dump(merged, fh, sort_keys=False)
-        try:
-            yield Snapshot(copy, snapshot.revision, dict(snapshot.refused))
-        except RenderError as exc:
-            raise RenderError(exc.tool, exc.message.replace(copy, snapshot.root)) from None
+    values = os.path.join(copy, chart, "values.yaml") if chart else os.path.join(copy, "values.yaml")
+    if os.path.lexists(values):
+        os.unlink(values)  # a hard link to the snapshot's file: never write through it
+    with open(values, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(merged, fh, sort_keys=False)
 
 
 def post_render(text: str, post: FluxPostRender, limits: RenderLimits, renderer: str | None = None) -> str:

@@ -395,9 +395,9 @@ def _render_flux_kustomize(snap: Snapshot, src: RenderSource, options: RenderOpt
 
 
 def _render_flux_helm(snap: Snapshot, src: RenderSource, options: RenderOptions) -> str:
-    from .flux_build import chart_values_replaced, post_render
+    from .flux_build import chart_source, post_render
 
-    with chart_values_replaced(snap, src.path, src.flux) as chart_snap:
+    with chart_source(snap, src.path, src.flux) as chart_snap:
         text = _render_helm(chart_snap, src, options)
     return post_render(text, src.flux, options.limits, options.kustomize)
 
