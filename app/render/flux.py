@@ -468,23 +468,25 @@ _PLAIN_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 
 
 def _set_path(values: dict[str, Any], path: str, text: str, *, literal: bool) -> None:
-    """A ``targetPath`` value as ``helm --set path=value`` types it (chartutil/values.go:259-272):
-    quoted or literal is a string, else true/false/null and integers are typed. Only a plain
-    dotted path is evaluated here; Helm's list and escape syntax is refused (ValueError)."""
+    """A ``targetPath`` value as helm-controller sets it (fluxcd/pkg chartutil/values.go:259-308):
+    ``literal`` is the text verbatim; one quoted at both ends (either quote) loses every leading and
+    trailing quote and is a string (Helm's ``--set-string``); else it is typed as Helm's ``--set``
+    types it (helm v4.2.1 pkg/strvals/parser.go:529-560: true, false and null in any case, an int64
+    written without a leading zero, else a string). Only a plain dotted path, and a value Helm's
+    parser keeps whole (no ``,``, no ``\\`` escape, no leading ``{`` list), are evaluated here;
+    the rest is refused (ValueError), never guessed."""
     if not _PLAIN_PATH.match(path):
         raise ValueError(f"targetPath {path!r}: only a plain dotted path is evaluated here")
     value: Any = text
     if not literal:
-        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-            value = text[1:-1]
-        elif text in ("true", "false"):
-            value = text == "true"
-        elif text == "null":
-            value = None
-        elif re.fullmatch(r"-?(0|[1-9][0-9]*)", text):
-            value = int(text)
-        elif any(c in text for c in ",[]{}="):
-            raise ValueError(f"targetPath {path!r}: a value with , [ ] {{ }} or = is not evaluated here")
+        quoted = any(text.startswith(q) and text.endswith(q) for q in "'\"")
+        if quoted:
+            value = text.strip("'\"")
+        if "," in value or "\\" in value or value.startswith("{"):
+            raise ValueError(f"targetPath {path!r}: a value with a comma, a backslash or a leading {{ "
+                             "is split or escaped by Helm's parser: not evaluated here")
+        if not quoted:
+            value = _typed(value)
     keys = path.split(".")
     node = values
     for k in keys[:-1]:
@@ -492,6 +494,25 @@ def _set_path(values: dict[str, Any], path: str, text: str, *, literal: bool) ->
             node[k] = {}
         node = node[k]
     node[keys[-1]] = value
+
+
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+def _typed(text: str) -> Any:
+    """Helm ``--set``'s typing of one value (strvals typedVal)."""
+    folded = text.lower()
+    if folded in ("true", "false"):
+        return folded == "true"
+    if folded == "null":
+        return None
+    if text == "0":
+        return 0
+    if text and text[0] != "0" and re.fullmatch(r"[+-]?[0-9]+", text):  # Go's ParseInt, base 10
+        number = int(text)
+        if _INT64[0] <= number <= _INT64[1]:
+            return number
+    return text
 
 
 def discover_flux(tree: _Tree, info: Mapping[str, _Kustomization], repo_url: str | None,

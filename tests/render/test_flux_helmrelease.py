@@ -205,3 +205,51 @@ def test_values_files_replace_the_chart_values(repo: Path, engine: str, capsys) 
     write(repo, f"{CHART}/values.yaml", {"tag": "9.9.8", "gpus": 8, "replicas": 1, "autoscaling": False})
     code, report = run(repo, base, commit(repo), capsys)  # values.yaml is not among the valuesFiles
     assert code == 0 and [r["changes"] for r in report["resources"]] == [[]]
+
+
+# A ConfigMap value set at a targetPath: typed as the real helm types it (the oracle: helm 4.2.1, built
+# from its module; helm-controller sets it with the same strvals parser, fluxcd/pkg chartutil/values.go).
+TARGET_TEXTS = ["2", "-05", "+7", "0", "007", "1.5", "1e3", "TRUE", "False", "NULL", "nil", "",
+                "9223372036854775807", "9223372036854775808", "x=y", "a[0]", "}", "two words",
+                "'quoted'", "\"2\"", "'\"mixed\"'", "\"", "line\nbreak"]
+
+
+def _helm_value(real_helm: str, chart: Path, flag: str, text: str) -> object:
+    import json
+    import subprocess
+
+    proc = subprocess.run([real_helm, "template", "t", str(chart), flag, f"t.v={text}"], capture_output=True,
+                          text=True, check=True, timeout=60)
+    doc = yaml.safe_load(proc.stdout.split("---", 1)[-1])
+    return json.loads(doc["data"]["v"])["v"]
+
+
+@pytest.mark.parametrize("literal", [False, True])
+def test_target_path_values_are_typed_as_helm_types_them(tmp_path: Path, real_helm: str,
+                                                          literal: bool) -> None:
+    from app.render.flux import _set_path
+
+    chart = tmp_path / "chart"
+    write(chart, "Chart.yaml", {"apiVersion": "v2", "name": "c", "version": "0.1.0"})
+    (chart / "templates").mkdir()
+    (chart / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: t}\ndata:\n  v: {{ toJson .Values.t | quote }}\n")
+    for text in TARGET_TEXTS:
+        ours: dict[str, object] = {}
+        _set_path(ours, "t.v", text, literal=literal)
+        quoted = any(text.startswith(q) and text.endswith(q) for q in "'\"")
+        # helm-controller: literal -> --set-literal; quoted -> --set-string of the unquoted text
+        flag, given = (("--set-literal", text) if literal else
+                       ("--set-string", text.strip("'\"")) if quoted else ("--set", text))
+        assert ours["t"] == {"v": _helm_value(real_helm, chart, flag, given)}, (text, flag)
+
+
+def test_target_path_values_helms_parser_would_split_are_refused() -> None:
+    from app.render.flux import _set_path
+
+    for text in ("a,b", "back\\slash", "{1,2}", "'a,b'"):
+        with pytest.raises(ValueError, match="not evaluated here"):
+            _set_path({}, "t.v", text, literal=False)
+        out: dict[str, object] = {}
+        _set_path(out, "t.v", text, literal=True)  # --set-literal keeps it whole
+        assert out == {"t": {"v": text}}
