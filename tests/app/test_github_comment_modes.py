@@ -22,7 +22,6 @@ from github_helpers import (
     NUMBER,
     OWNER,
     REPO,
-    TAG,
     TOKEN,
     comment_event,
     github_service,
@@ -34,6 +33,7 @@ from github_helpers import (
     wait_for,
 )
 from github_standin import GitHubStandIn
+from mode_repo import configmap_only, image_back, image_bump, push, readme, settings_repo
 from serverutil import running_server
 
 from app.github.comment import MARKER, bound_of, numbers_of, shown_part, state_of
@@ -43,46 +43,11 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl
 g = gitops_module()
 N = 9
 CONFIG = ".github/rayservice-impact.yml"
-CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "llm-settings"},
-             "data": {"LOG_LEVEL": "info"}}
 
 
 def gitops_repo(tmp_path: Path, config: str | None) -> tuple[Path, str]:
-    """The GitOps repository with a ConfigMap in the prod overlay and ``config`` as the
-    repository's comment setting, committed on main; (repository, main's tip)."""
-    repo = g.make_repo(tmp_path)
-    g.write(repo, "overlays/prod/settings.yaml", CONFIGMAP)
-    g.edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["resources"].append("settings.yaml"))
-    if config is not None:
-        g.write(repo, CONFIG, config)
-    return repo, g.commit(repo, "settings")
-
-
-def push(repo: Path, branch: str, edit: Any, message: str) -> str:
-    """A commit on ``branch`` (created from main when new) made by ``edit(repo)``; back on main."""
-    exists = g.git(repo, "branch", "--list", branch)
-    g.git(repo, "checkout", "-q", *(() if exists else ("-b",)), branch)
-    edit(repo)
-    head = g.commit(repo, message)
-    g.git(repo, "checkout", "-q", "main")
-    return head
-
-
-def configmap_only(repo: Path) -> None:
-    g.write(repo, "overlays/prod/settings.yaml", {**CONFIGMAP, "data": {"LOG_LEVEL": "debug"}})
-
-
-def image_bump(repo: Path) -> None:
-    g.edit_yaml(repo, "overlays/prod/kustomization.yaml", lambda d: d["images"][0].update(newTag=TAG))
-
-
-def image_back(repo: Path) -> None:
-    g.edit_yaml(repo, "overlays/prod/kustomization.yaml",
-                lambda d: d["images"][0].update(newTag="2.52.0-py311-cu128"))
-
-
-def readme(text: str) -> Any:
-    return lambda repo: g.write(repo, "README.md", text)
+    """The shared repository with ``config`` as its comment setting (none: no file)."""
+    return settings_repo(tmp_path, {CONFIG: config} if config is not None else {})
 
 
 class Pull:

@@ -25,7 +25,6 @@ from gitlab_helpers import (
     PATH,
     PROJECT_ID,
     RAYSERVICE,
-    TAG,
     TOKEN,
     g,
     gitlab_service,
@@ -39,6 +38,7 @@ from gitlab_helpers import (
     wait_for,
 )
 from gitlab_standin import GitLabStandIn
+from mode_repo import configmap_only, image_back, image_bump, push, readme, settings_repo
 
 from app.github.comment import bound_of, is_ours, numbers_of, shown_part, state_of
 
@@ -46,53 +46,17 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl
 
 GITLAB_CONFIG = ".gitlab/rayservice-impact.yml"
 GITHUB_CONFIG = ".github/rayservice-impact.yml"
-KUSTOMIZATION = "overlays/prod/kustomization.yaml"
-CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "llm-settings"},
-             "data": {"LOG_LEVEL": "info"}}
 IID = 4
 DEV = 2
 
 
 def gitops_repo(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str]:
-    """The GitOps repository with a ConfigMap in the prod overlay and ``files`` (the settings),
-    committed on main; (repository, main's tip)."""
-    repo = g.make_repo(tmp_path)
-    g.write(repo, "overlays/prod/settings.yaml", CONFIGMAP)
-    g.edit_yaml(repo, KUSTOMIZATION, lambda d: d["resources"].append("settings.yaml"))
-    for path, text in files.items():
-        g.write(repo, path, text)
-    return repo, g.commit(repo, "settings")
-
-
-def push(repo: Path, edit: Any, message: str, name: str = "work") -> str:
-    """A commit on the branch ``name`` (created from main when new) made by ``edit(repo)``."""
-    exists = g.git(repo, "branch", "--list", name)
-    g.git(repo, "checkout", "-q", *(() if exists else ("-b",)), name)
-    edit(repo)
-    head = g.commit(repo, message)
-    g.git(repo, "checkout", "-q", "main")
-    return head
-
-
-def configmap_only(repo: Path) -> None:
-    g.write(repo, "overlays/prod/settings.yaml", {**CONFIGMAP, "data": {"LOG_LEVEL": "debug"}})
-
-
-def image_bump(repo: Path) -> None:
-    g.edit_yaml(repo, KUSTOMIZATION, lambda d: d["images"][0].update(newTag=TAG))
-
-
-def image_back(repo: Path) -> None:
-    g.edit_yaml(repo, KUSTOMIZATION, lambda d: d["images"][0].update(newTag="2.52.0-py311-cu128"))
+    return settings_repo(tmp_path, files)
 
 
 def serve_only(repo: Path) -> None:
     path = repo / RAYSERVICE
     path.write_text(path.read_text().replace("max_model_len: 1024", "max_model_len: 2048"))
-
-
-def readme(text: str) -> Any:
-    return lambda repo: g.write(repo, "README.md", text)
 
 
 def standin(repo: Path) -> GitLabStandIn:
@@ -129,7 +93,7 @@ class MergeRequest:
 
 def test_always_notes_a_merge_request_that_changes_no_ray_object(tmp_path: Path) -> None:
     repo, _ = gitops_repo(tmp_path, {})   # no setting: always
-    head = push(repo, configmap_only, "log level")
+    head = push(repo, "work", configmap_only, "log level")
     s = standin(repo)
     with gitlab_service(s) as url:
         mr = MergeRequest(url, s)
@@ -142,9 +106,9 @@ def test_always_notes_a_merge_request_that_changes_no_ray_object(tmp_path: Path)
 def test_on_change_is_quiet_until_a_ray_object_changes_then_rewrites_only_for_new_numbers(
         tmp_path: Path) -> None:
     repo, _ = gitops_repo(tmp_path, {GITLAB_CONFIG: "comment: on-change\n"})
-    quiet = push(repo, configmap_only, "log level")
-    held = push(repo, image_bump, "bump the LLM image")
-    same = push(repo, readme("# ray gitops, with a bump\n"), "docs")
+    quiet = push(repo, "work", configmap_only, "log level")
+    held = push(repo, "work", image_bump, "bump the LLM image")
+    same = push(repo, "work", readme("# ray gitops, with a bump\n"), "docs")
     s = standin(repo)
     with gitlab_service(s) as url:
         mr = MergeRequest(url, s)
@@ -183,8 +147,8 @@ def test_on_change_is_quiet_until_a_ray_object_changes_then_rewrites_only_for_ne
 def test_always_rewrites_the_report_for_the_same_numbers(tmp_path: Path) -> None:
     """The contrast to the test above: without the setting the footer names the new head."""
     repo, _ = gitops_repo(tmp_path, {})
-    held = push(repo, image_bump, "bump the LLM image")
-    same = push(repo, readme("# ray gitops, with a bump\n"), "docs")
+    held = push(repo, "work", image_bump, "bump the LLM image")
+    same = push(repo, "work", readme("# ray gitops, with a bump\n"), "docs")
     s = standin(repo)
     with gitlab_service(s) as url:
         mr = MergeRequest(url, s)
@@ -196,9 +160,9 @@ def test_always_rewrites_the_report_for_the_same_numbers(tmp_path: Path) -> None
 
 def test_on_hold_notes_only_once_a_run_holds_and_then_follows_the_verdict(tmp_path: Path) -> None:
     repo, _ = gitops_repo(tmp_path, {GITLAB_CONFIG: "comment: on-hold\n"})
-    passing = push(repo, serve_only, "a longer context")     # a Ray object changes, and passes
-    held = push(repo, image_bump, "bump the LLM image")
-    cleared = push(repo, image_back, "not yet")
+    passing = push(repo, "work", serve_only, "a longer context")     # a Ray object changes, and passes
+    held = push(repo, "work", image_bump, "bump the LLM image")
+    cleared = push(repo, "work", image_back, "not yet")
     s = standin(repo)
     with gitlab_service(s) as url:
         mr = MergeRequest(url, s)
@@ -219,7 +183,7 @@ def test_on_hold_notes_only_once_a_run_holds_and_then_follows_the_verdict(tmp_pa
 
 def test_a_bad_value_notes_always_and_says_what_is_wrong(tmp_path: Path) -> None:
     repo, _ = gitops_repo(tmp_path, {GITLAB_CONFIG: "comment: sometimes\n"})
-    head = push(repo, configmap_only, "log level")
+    head = push(repo, "work", configmap_only, "log level")
     s = standin(repo)
     with gitlab_service(s) as url:
         mr = MergeRequest(url, s)
@@ -236,14 +200,11 @@ def test_a_bad_value_notes_always_and_says_what_is_wrong(tmp_path: Path) -> None
 ])
 def test_a_setting_that_cannot_be_read_notes_always_and_says_why(tmp_path: Path, target: str,
                                                                  why: str) -> None:
-    repo = g.make_repo(tmp_path)
-    g.write(repo, "overlays/prod/settings.yaml", CONFIGMAP)
-    g.edit_yaml(repo, KUSTOMIZATION, lambda d: d["resources"].append("settings.yaml"))
-    (repo / ".gitlab").mkdir()
+    repo, _ = gitops_repo(tmp_path, {GITHUB_CONFIG: "comment: on-hold\n"})  # not a fallback for a file
+    (repo / ".gitlab").mkdir()                                               # that is there
     os.symlink(target, repo / GITLAB_CONFIG)
-    g.write(repo, GITHUB_CONFIG, "comment: on-hold\n")   # not a fallback for a file that is there
-    g.commit(repo, "settings")
-    head = push(repo, configmap_only, "log level")
+    g.commit(repo, "an unreadable setting")
+    head = push(repo, "work", configmap_only, "log level")
     s = standin(repo)
     with gitlab_service(s) as url:
         mr = MergeRequest(url, s)
@@ -265,7 +226,7 @@ def test_a_setting_that_cannot_be_read_notes_always_and_says_why(tmp_path: Path,
 def test_gitlab_s_file_comes_first_and_github_s_is_the_fallback(tmp_path: Path, files: dict[str, str],
                                                                  noted: bool) -> None:
     repo, _ = gitops_repo(tmp_path, files)
-    head = push(repo, configmap_only, "log level")
+    head = push(repo, "work", configmap_only, "log level")
     s = standin(repo)
     with gitlab_service(s) as url:
         mr = MergeRequest(url, s)
@@ -280,8 +241,8 @@ def test_the_setting_of_the_merge_request_itself_is_not_the_one_read(tmp_path: P
     """A merge request can neither silence its own note nor make one appear: the base's setting
     applies, read from the base archive the run downloads anyway (no call of its own)."""
     repo, _ = gitops_repo(tmp_path, {})
-    hush = push(repo, lambda r: (g.write(r, GITLAB_CONFIG, "comment: on-hold\n"), serve_only(r)), "hush",
-                name="hush")
+    hush = push(repo, "hush", lambda r: (g.write(r, GITLAB_CONFIG, "comment: on-hold\n"), serve_only(r)),
+                "hush")
     s = standin(repo)
     with gitlab_service(s) as url:
         hushed = MergeRequest(url, s, iid=1, branch="hush")
@@ -289,7 +250,7 @@ def test_the_setting_of_the_merge_request_itself_is_not_the_one_read(tmp_path: P
         hushed_calls = len(s.calls)
         g.write(repo, GITLAB_CONFIG, "comment: on-hold\n")
         g.commit(repo, "quiet")
-        loud = push(repo, lambda r: ((r / GITLAB_CONFIG).unlink(), serve_only(r)), "loud", name="loud")
+        loud = push(repo, "loud", lambda r: ((r / GITLAB_CONFIG).unlink(), serve_only(r)), "loud")
         louder = MergeRequest(url, s, iid=2, branch="loud")
         loud_status = louder.run(loud)                   # main: on-hold
         loud_calls = len(s.calls) - hushed_calls
