@@ -312,3 +312,11 @@ def test_at_most_twenty_new_threads_a_run_and_the_rest_next_run(
     assert "20 created" in caplog.text and "5 left out (at most 20 new per run)" in caplog.text
     assert "5 created, 0 resolved, 0 reopened, 0 not on the diff, 0 left out" in caplog.text
     assert "0 created, 0 resolved, 0 reopened, 0 not on the diff, 0 left out" in caplog.text
+
+
+def test_a_bad_setting_is_refused_naming_it() -> None:
+    from app.settings import SettingsError, load_settings
+
+    with pytest.raises(SettingsError, match="RAYSERVICE_IMPACT_GITLAB_INLINE: Input should be 'off'"):
+        load_settings(gitlab_inline="sometimes")
+    assert load_settings().gitlab_inline == "off"
