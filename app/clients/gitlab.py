@@ -291,7 +291,8 @@ class GitLabClient:
             return found
 
         return await post_once(post, find, stored, uncertain=GitLabUncertain, policy=self.retry,
-                               sleep=self._sleep, log=log, label=f"gitlab POST {path}", noun="thread")
+                               sleep=self._sleep, log=log, label=f"gitlab POST {path}", noun="thread",
+                               kept="keeping")
 
     async def resolve_discussion(self, project: int | str, iid: int, discussion_id: str,
                                  resolved: bool = True) -> dict[str, Any]:

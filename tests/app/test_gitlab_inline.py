@@ -104,7 +104,7 @@ def retag(tag: str) -> Any:
 
 
 def test_a_hold_gets_one_thread_on_the_overlay_line_kept_in_step_with_the_change(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
     repo, start = gitops_repo(tmp_path)
     head = branch(repo, "bump", start, bump)
     s = standin_for(repo)
@@ -150,6 +150,7 @@ def test_a_hold_gets_one_thread_on_the_overlay_line_kept_in_step_with_the_change
         assert len(s.calls_to("PUT", r"/discussions/[0-9a-f]+$")) == 2
     # the first POST answered 502 after storing the thread: found by a read, not posted again
     assert run1 == ["GET discussions", "GET diffs", "POST discussions", "GET discussions"]
+    assert "HTTP 502" in caplog.text and "the thread was stored, keeping it" in caplog.text
     assert rerun == ["GET discussions"]
     assert fix_calls == ["GET discussions", f"PUT discussions/{thread['id']}"]
     with capsys.disabled():
