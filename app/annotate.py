@@ -36,7 +36,8 @@ def _needles(item: Any) -> list[str]:
 
 def rendered_locator(rendered: RenderedChange, read: Callable[[str], str | None]) -> Locate:
     """A ``locate`` for :func:`diffing.render.annotations.annotate`; ``read(path)`` gives a file's
-    text at the head revision (None when absent). Plain files keep the report's own lines."""
+    text at the head revision (None when absent). Plain files keep the report's own lines, also
+    when the renderer lists one as a root of its own (its changed file is itself)."""
     cache: dict[str, list[str] | None] = {}
 
     def lines_of(path: str) -> list[str] | None:
@@ -50,6 +51,9 @@ def rendered_locator(rendered: RenderedChange, read: Callable[[str], str | None]
         if files is None:  # a plain file: the report knows its lines
             origin = r.origin.split(":", 1)[1] if ":" in r.origin else r.origin
             return origin, getattr(item, "line", None)
+        line = getattr(item, "line", None)
+        if line is not None and r.origin in files:  # a root that is one of the changed files itself
+            return r.origin, line
         for needle in _needles(item):
             for path in files:
                 lines = lines_of(path)

@@ -37,6 +37,8 @@ class Settings(BaseSettings):
     gitlab_token: SecretStr | None = None
     gitlab_webhook_secret: SecretStr | None = None
     gitlab_approve_level: int = Field(default=30, ge=10, le=50)  # 30 Developer, 40 Maintainer, 50 Owner
+    # Findings as merge request diff threads (app/gitlab/inline.py): none, the holds, or all.
+    gitlab_inline: Literal["off", "holds", "all"] = "off"
     fail_open: bool = False
     # Argo CD client and the live basis (issue 5; not in the contract's table; safe defaults).
     argocd_timeout_seconds: float = Field(default=10.0, gt=0)

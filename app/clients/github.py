@@ -447,8 +447,8 @@ class GitHubClient:
         """One check run; annotations go 50 per request (the Checks API's limit): the first 50 with
         the run, the rest by updating it."""
         output: dict[str, Any] = {"title": title[:255], "summary": summary[:65000]}
-        batches = [list(annotations[i:i + ANNOTATION_BATCH]) for i in range(0, len(annotations),
-                                                                            ANNOTATION_BATCH)]
+        annotations = [{k: v for k, v in a.items() if k in CHECK_ANNOTATION_KEYS} for a in annotations]
+        batches = [annotations[i:i + ANNOTATION_BATCH] for i in range(0, len(annotations), ANNOTATION_BATCH)]
         body = {"name": STATUS_CONTEXT, "head_sha": sha, "status": "completed", "conclusion": conclusion,
                 "output": {**output, "annotations": batches[0]} if batches else output}
         run = (await self.request("POST", f"/repos/{_q(owner)}/{_q(repo)}/check-runs", json=body)).json()
@@ -488,6 +488,10 @@ class GitHubClient:
 
 
 ANNOTATION_BATCH = 50
+# The fields of a check-run annotation (docs: rest/checks/runs, "output.annotations"): anything
+# else a verdict carries (its fingerprint, for GitLab's threads) stays here.
+CHECK_ANNOTATION_KEYS = frozenset({"path", "start_line", "end_line", "start_column", "end_column",
+                                   "annotation_level", "message", "title", "raw_details"})
 
 
 class _WriteGate:

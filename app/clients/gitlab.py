@@ -191,7 +191,7 @@ class GitLabClient:
                 url = None
 
     # -- endpoints (docs: api/merge_requests.md, api/repositories.md, api/commits.md, api/notes.md,
-    #    api/status_checks.md, api/members.md, api/users.md) ------------------------------------
+    #    api/status_checks.md, api/members.md, api/users.md, api/discussions.md) ---------------------
     async def user(self) -> dict[str, Any]:
         """``GET /user``: the token's own user (a project or group token's is its bot user)."""
         if self._user is None:
@@ -262,6 +262,45 @@ class GitLabClient:
     async def update_note(self, project: int | str, iid: int, note_id: int, body: str) -> dict[str, Any]:
         path = f"{_at(project)}/merge_requests/{int(iid)}/notes/{int(note_id)}"
         return dict((await self.request("PUT", path, json={"body": body})).json())
+
+    # -- merge request threads (docs: api/discussions.md, "Merge requests") ------------------------
+    def discussions(self, project: int | str, iid: int) -> AsyncIterator[dict[str, Any]]:
+        """``GET .../merge_requests/:iid/discussions`` (paginated): every thread, its ``notes``
+        (the first one opens it; a diff note has ``type: DiffNote`` and a ``position``)."""
+        return self.paginate(f"{_at(project)}/merge_requests/{int(iid)}/discussions")
+
+    async def create_discussion(self, project: int | str, iid: int, body: str,
+                                position: dict[str, Any] | None = None, *,
+                                find: Callable[[], Awaitable[dict[str, Any] | None]] | None = None
+                                ) -> dict[str, Any]:
+        """``POST .../merge_requests/:iid/discussions``: a new thread, on a diff line when
+        ``position`` is given (``position_type: text``, the three SHAs of the merge request's
+        ``diff_refs``, ``new_path``/``new_line``, ``old_path``/``old_line``). GitLab answers 400
+        for a position that is not a line of the diff (a :class:`GitLabError`, never retried).
+        Not idempotent: after a 5xx or a lost answer ``find()`` looks for the thread first, so
+        there are never two (:func:`app.clients.rest.post_once`)."""
+        path = f"{_at(project)}/merge_requests/{int(iid)}/discussions"
+        payload: dict[str, Any] = {"body": body}
+        if position is not None:
+            payload["position"] = position
+
+        async def post() -> dict[str, Any]:
+            return dict((await self.request("POST", path, json=payload, idempotent=False)).json())
+
+        async def stored(found: dict[str, Any]) -> dict[str, Any]:
+            return found
+
+        return await post_once(post, find, stored, uncertain=GitLabUncertain, policy=self.retry,
+                               sleep=self._sleep, log=log, label=f"gitlab POST {path}", noun="thread",
+                               kept="keeping")
+
+    async def resolve_discussion(self, project: int | str, iid: int, discussion_id: str,
+                                 resolved: bool = True) -> dict[str, Any]:
+        """``PUT .../discussions/:discussion_id?resolved=true|false``: resolve or reopen a thread
+        (the same call twice gives the same thread: idempotent)."""
+        path = f"{_at(project)}/merge_requests/{int(iid)}/discussions/{quote(str(discussion_id), safe='')}"
+        answer = await self.request("PUT", path, params={"resolved": "true" if resolved else "false"})
+        return dict(answer.json())
 
     async def set_status(self, project: int | str, sha: str, state: str, description: str, *,
                          target_url: str = "", ref: str = "") -> dict[str, Any]:

@@ -53,11 +53,12 @@ async def post_once(post: Callable[[], Awaitable[T]],
                     find: Callable[[], Awaitable[dict[str, Any] | None]] | None,
                     edit: Callable[[dict[str, Any]], Awaitable[T]], *, uncertain: type[Exception],
                     policy: BackoffPolicy, sleep: Callable[[float], Awaitable[None]], log: logging.Logger,
-                    label: str, noun: str) -> T:
+                    label: str, noun: str, kept: str = "editing") -> T:
     """``post()`` a comment or note, never twice. A POST is not idempotent: after an ``uncertain``
     failure (a 5xx or a lost answer) the forge may have stored it, so ``find()`` looks for it
     first and, when it is there, ``edit(found)`` updates it instead; otherwise the POST is tried
-    again after the backoff wait, up to ``policy.max_attempts``. ``label``/``noun`` name it in logs."""
+    again after the backoff wait, up to ``policy.max_attempts``. ``label``/``noun`` name it in logs,
+    ``kept`` what ``edit`` does with the stored one ("editing", "keeping")."""
     attempt = 0
     while True:
         attempt += 1
@@ -67,7 +68,7 @@ async def post_once(post: Callable[[], Awaitable[T]],
             if find is not None:
                 found = await find()
                 if found is not None:
-                    log.warning("%s: %s; the %s was stored, editing it", label, exc, noun)
+                    log.warning("%s: %s; the %s was stored, %s it", label, exc, noun, kept)
                     return await edit(found)
             if attempt >= policy.max_attempts:
                 raise

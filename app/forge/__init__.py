@@ -10,8 +10,9 @@ request) and answers:
 * the one sticky note: :meth:`Forge.find_sticky`, :meth:`Forge.create_note`, :meth:`Forge.update_note`;
 * :meth:`Forge.set_status`: the gate on the head commit;
 * :meth:`Forge.annotate`: inline findings where the host takes them from a service (GitHub:
-  check-run annotations; GitLab: none from the server, its inline route is the CI job's Code
-  Quality report, docs/gitlab.md);
+  check-run annotations; GitLab: threads on lines of the merge request's diff, opt-in, from the
+  webhook service, :mod:`app.gitlab.inline`; the CI job's route is its Code Quality report,
+  docs/gitlab.md);
 * :meth:`Forge.may_approve`: whether a user may accept a hold;
 * :meth:`Forge.holders`: what else with the same head commit holds it (a host keeps one status per
   commit, so a success must not cover another change's hold), under :meth:`Forge.head_lock`.

@@ -9,8 +9,10 @@
 * where the project has an external status check named ``rayservice-impact`` (GitLab Ultimate,
   api/status_checks.md), its response for the head is ``passed`` or ``failed``; a 403/404 means
   the feature is not there: skipped, logged once per project;
-* no inline annotations from the server: GitLab shows findings inline through a CI job's Code
-  Quality report (ci/testing/code_quality.md), which the CI template writes (docs/gitlab.md);
+* inline findings (``inline``: ``off`` by default, ``holds`` or ``all``; the webhook service's
+  ``RAYSERVICE_IMPACT_GITLAB_INLINE``) are threads on lines of the merge request's diff, one per
+  finding, kept in step run after run (:mod:`app.gitlab.inline`); the CI job's route is its Code
+  Quality report (ci/testing/code_quality.md; docs/gitlab.md);
 * a user may approve with at least ``approve_level`` (30 = Developer; api/members.md
   "Roles": 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner);
 * the gate over other merge requests with the same head (``gate=True``: the webhook service). GitLab
@@ -39,6 +41,7 @@ from app.clients.gitlab import ArchiveTooLarge as ClientTooLarge
 from app.clients.gitlab import GitLabClient, GitLabError, GitLabNotFound
 from app.github.comment import Verdict, is_ours
 from app.github.gate import why_held
+from app.gitlab.inline import MODES, Inline, wanted
 from app.gitlab.revisions import resolve
 
 from . import ArchiveTooLarge, Revisions
@@ -69,8 +72,12 @@ class GitLabForge:
     def __init__(self, gl: GitLabClient, project: str, iid: int, head_sha: str, *, web_url: str = "",
                  status_ref: str = "", approve_level: int = 30,
                  checks: dict[str, int | None] | None = None, mr: dict[str, Any] | None = None,
-                 gate: bool = False) -> None:
+                 gate: bool = False, inline: str = "off") -> None:
+        if inline not in MODES:
+            raise ValueError(f"inline must be one of {', '.join(MODES)}, not {inline!r}")
         self.gl, self.project, self.iid, self.head_sha = gl, project, iid, head_sha
+        self.inline = inline
+        self._diff_refs = (mr or {}).get("diff_refs")  # the threads' position SHAs
         self.gate = gate
         self.web_url, self.status_ref, self.approve_level = web_url, status_ref, approve_level
         self._checks = checks if checks is not None else {}  # project -> check id (None: none/not available)
@@ -138,7 +145,15 @@ class GitLabForge:
             await self.gl.status_check_response(self.project, self.iid, self.head_sha, check, status)
 
     async def annotate(self, verdict: Verdict) -> bool:
-        return False  # GitLab's inline route is the CI job's Code Quality report
+        """The findings as diff threads when ``inline`` asks for them (:mod:`app.gitlab.inline`).
+        An analysis that could not run leaves the threads as they are (its findings are unknown)."""
+        if self.inline == "off" or verdict.state == "error":
+            return False
+        if not self._diff_refs:
+            self._diff_refs = (await self.gl.merge_request(self.project, self.iid)).get("diff_refs")
+        await Inline(self.gl, self.project, self.iid, self._diff_refs).sync(
+            wanted(verdict.annotations, self.inline), f"{self.project}!{self.iid}")
+        return True
 
     async def may_approve(self, user: str | int) -> tuple[bool, str]:
         level = await self.gl.access_level(self.project, int(user))

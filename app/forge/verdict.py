@@ -17,6 +17,7 @@ from app.github.suggestions import edits_for
 from app.live import live_basis_for_texts
 from app.render.pipeline import RenderedChange, analyze_rendered
 from diffing.render.annotations import annotate
+from diffing.render.codequality import fingerprint
 
 if TYPE_CHECKING:
     from .options import AnalysisOptions
@@ -82,7 +83,10 @@ def rendered_report_verdict(report: diffing.Report, rendered: RenderedChange, no
 
 def check_annotations(report: diffing.Report, rendered: RenderedChange) -> tuple[dict[str, Any], ...]:
     """The report's annotations as the Checks API takes them, on files of the pull request only
-    (a root's label becomes the first changed file it reads)."""
+    (a root's label becomes the first changed file it reads). Each also carries its Code Quality
+    ``fingerprint`` (:func:`diffing.render.codequality.fingerprint`: the check, the root, the
+    object, the field; never the line) and whether its line is its own (``located``), which the
+    GitHub client leaves out."""
     items = annotate(report, rendered_locator(rendered, rendered.read_head))
     out = []
     for a in items:
@@ -96,5 +100,8 @@ def check_annotations(report: diffing.Report, rendered: RenderedChange) -> tuple
             continue
         line = a.line or 1
         out.append({"path": path, "start_line": line, "end_line": line, "annotation_level": a.level,
-                    "title": a.title[:255], "message": a.message[:64000]})
+                    "title": a.title[:255], "message": a.message[:64000],
+                    # not GitHub's: which finding it is (GitLab's threads, app.gitlab.inline)
+                    "fingerprint": fingerprint(a.rule, a.subject or f"{a.file}\0{a.title}"),
+                    "located": a.line is not None})
     return tuple(out)

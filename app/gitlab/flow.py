@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 async def run_merge_request(gl: GitLabClient, job: PullRequest, options: AnalysisOptions, *,
                             approve_level: int = 30, checks: dict[str, int | None] | None = None,
+                            inline: str = "off",
                             is_current: Callable[[], bool] = lambda: True) -> Outcome:
     project = project_path(job)
     name = f"{project}!{job.number}"
@@ -44,7 +45,7 @@ async def run_merge_request(gl: GitLabClient, job: PullRequest, options: Analysi
     head = job.head_sha or str(mr.get("sha") or "")
     forge = GitLabForge(gl, project, job.number, head, web_url=str(mr.get("web_url") or ""),
                         status_ref=status_ref(mr), approve_level=approve_level, checks=checks, mr=mr,
-                        gate=True)
+                        gate=True, inline=inline)
     change = Change(name, job.number, head, str(mr.get("target_branch") or job.base_ref), job.updated_at,
                     job.requested_by)
     options = dataclasses.replace(options, render="auto")

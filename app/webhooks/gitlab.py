@@ -66,6 +66,7 @@ class GitLabService:
         if self.token is None:
             log.warning("gitlab: no RAYSERVICE_IMPACT_GITLAB_TOKEN; merge requests cannot be read or written")
         self.approve_level = int(settings.gitlab_approve_level)
+        self.inline = str(settings.gitlab_inline)
         self.options = AnalysisOptions(
             kuberay_version=settings.kuberay_version, policy=settings.load_policy(),
             timeout=float(settings.analysis_timeout_seconds), live_enabled=live_enabled(settings),
@@ -98,7 +99,7 @@ class GitLabService:
     async def _run(self, job: PullRequest, is_current: Any) -> Outcome:
         assert self.gl is not None
         return await run_merge_request(self.gl, job, self.options, approve_level=self.approve_level,
-                                       checks=self.checks, is_current=is_current)
+                                       checks=self.checks, inline=self.inline, is_current=is_current)
 
     async def _timed_out(self, job: PullRequest, is_current: Any) -> Outcome:
         """A job past its deadline: a failed status saying so (no verdict was reached)."""

@@ -3,7 +3,14 @@
 Served by a real uvicorn (tests/app/serverutil.py) under ``{prefix}/api/v4`` (a self-managed
 instance may sit under a relative path). Answers have the shapes of GitLab's REST docs
 (api/merge_requests.md, api/repositories.md, api/commits.md, api/notes.md, api/status_checks.md,
-api/members.md, api/users.md); tests/data/gitlab/ keeps the webhook payload examples.
+api/members.md, api/users.md, api/discussions.md); tests/data/gitlab/ keeps the webhook payload
+examples and a diff thread (discussion.diff_note.json).
+
+Merge request threads (``discussions``): a thread on the diff is checked against the real ``git
+diff`` of the merge request's ``diff_refs`` (base_sha..head_sha): its SHAs must be those, its
+``new_path`` a changed file, and its line a line of a hunk (``new_line`` alone: an added line;
+``old_line`` alone: a removed one; both: an unchanged line at those numbers); anything else answers
+400 as GitLab does for a position outside the diff.
 
 Projects are named by numeric id or URL-encoded ``namespace/path``. Each project is a real git
 repository; a merge request (``add_merge_request``) gets the refs GitLab keeps in the TARGET
@@ -77,6 +84,7 @@ class GitLabStandIn(StandInBase):
         self.status_checks: dict[int, list[dict[str, Any]]] = {}   # project -> external status checks
         self.status_check_responses: list[dict[str, Any]] = []
         self.members: dict[tuple[int, int], int] = {}              # (project, user id) -> access level
+        self.discussions: dict[tuple[int, int], list[dict[str, Any]]] = {}
         self._ids = 5000
         P = r"/projects/(?P<p>[^/]+)"
         MR = P + r"/merge_requests/(?P<iid>\d+)"
@@ -88,6 +96,9 @@ class GitLabStandIn(StandInBase):
             ("GET", MR + r"/notes", self._list_notes),
             ("POST", MR + r"/notes", self._create_note),
             ("PUT", MR + r"/notes/(?P<id>\d+)", self._update_note),
+            ("GET", MR + r"/discussions", self._list_discussions),
+            ("POST", MR + r"/discussions", self._create_discussion),
+            ("PUT", MR + r"/discussions/(?P<id>[0-9a-f]+)", self._resolve_discussion),
             ("POST", MR + r"/status_check_responses", self._status_check_response),
             ("GET", P + r"/external_status_checks", self._list_status_checks),
             ("GET", P + r"/repository/archive\.tar\.gz", self._archive),
@@ -176,6 +187,27 @@ class GitLabStandIn(StandInBase):
                 "resolvable": False, "confidential": False, "internal": False}
         self.notes.setdefault((project_id, iid), []).append(note)
         return note
+
+    def threads_of(self, project_id: int, iid: int) -> list[dict[str, Any]]:
+        return self.discussions.get((project_id, iid), [])
+
+    def add_discussion(self, project_id: int, iid: int, body: str, user: dict[str, Any],
+                       position: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A thread opened by ``user`` (a diff note when ``position`` is given), as GitLab shows it."""
+        self._ids += 1
+        note = {"id": self._ids, "type": "DiffNote" if position else "DiscussionNote", "body": body,
+                "attachment": None, "author": user, "created_at": _now(), "updated_at": _now(),
+                "system": False, "noteable_id": 100000 + iid, "noteable_type": "MergeRequest",
+                "noteable_iid": iid, "project_id": project_id, "resolvable": True, "resolved": False,
+                "resolved_by": None, "resolved_at": None, "confidential": False, "internal": False}
+        if position is not None:
+            note["commit_id"] = position.get("head_sha")
+            note["position"] = {"base_sha": None, "start_sha": None, "head_sha": None, "old_path": None,
+                                "new_path": None, "position_type": "text", "old_line": None,
+                                "new_line": None, "line_range": None, **position}
+        thread = {"id": f"{self._ids:040x}", "individual_note": False, "notes": [note]}
+        self.discussions.setdefault((project_id, iid), []).append(thread)
+        return thread
 
     # -- serving ------------------------------------------------------------------------------
     async def _dispatch(self, request: Request) -> Response:
@@ -280,6 +312,58 @@ class GitLabStandIn(StandInBase):
                 note["body"] = (call.body or {}).get("body", note["body"])
                 note["updated_at"] = _now()
                 return _json(note, 200)
+        return _json(NOT_FOUND, 404)
+
+    def _list_discussions(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        if (int(g["p"]), int(g["iid"])) not in self.mrs:
+            return _json(NOT_FOUND, 404)
+        return self._page(request, self.threads_of(int(g["p"]), int(g["iid"])))
+
+    def _create_discussion(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        mr = self.mrs.get((int(g["p"]), int(g["iid"])))
+        if mr is None:
+            return _json(NOT_FOUND, 404)
+        body, position = (call.body or {}).get("body"), (call.body or {}).get("position")
+        if not isinstance(body, str) or not body:
+            return _json({"error": "body is missing"}, 400)
+        if position is not None:
+            why = self._bad_position(self._repo(g), mr, position)
+            if why:
+                return _json({"message": f"400 Bad request - Note {why}"}, 400)
+        return _json(self.add_discussion(int(g["p"]), int(g["iid"]), body, self.bot, position), 201)
+
+    @staticmethod
+    def _bad_position(repo: Path, mr: dict[str, Any], position: Any) -> str:
+        """Why GitLab would refuse ``position`` ("" when it is a line of the merge request's diff)."""
+        if not isinstance(position, dict) or position.get("position_type") != "text":
+            return "{:position=>[\"is invalid\"]}"
+        refs = mr["diff_refs"]
+        if any(position.get(k) != refs[k] for k in ("base_sha", "start_sha", "head_sha")):
+            return "{:position=>[\"is incomplete\"]}"
+        files = {new: (old, hunks) for _, old, new, hunks in changed_files(repo, refs["base_sha"],
+                                                                          refs["head_sha"])}
+        blank = '{:line_code=>["can\'t be blank", "must be a valid line code"]}'
+        found = files.get(str(position.get("new_path")))
+        if found is None or position.get("old_path") != found[0]:
+            return blank
+        new, old = position.get("new_line"), position.get("old_line")
+        if (new, old) not in _diff_lines(found[1]):
+            return blank
+        return ""
+
+    def _resolve_discussion(self, request: Request, call: Call, g: dict[str, str]) -> Response:
+        """``PUT .../discussions/:id?resolved=true|false`` (the attribute is required)."""
+        flag = request.query_params.get("resolved", (call.body or {}).get("resolved"))
+        if str(flag).lower() not in ("true", "false"):
+            return _json({"error": "resolved is missing"}, 400)
+        for thread in self.threads_of(int(g["p"]), int(g["iid"])):
+            if thread["id"] == g["id"]:
+                done = str(flag).lower() == "true"
+                for note in thread["notes"]:
+                    if note.get("resolvable"):
+                        note.update(resolved=done, resolved_by=self.bot if done else None,
+                                    resolved_at=_now() if done else None)
+                return _json(thread, 200)
         return _json(NOT_FOUND, 404)
 
     def _status(self, request: Request, call: Call, g: dict[str, str]) -> Response:
@@ -407,6 +491,27 @@ def _diffs(repo: Path, base: str, head: str) -> list[dict[str, Any]]:
              "new_file": letter == "A", "renamed_file": letter == "R", "deleted_file": letter == "D",
              "generated_file": False, "diff": hunks}
             for letter, old, new, hunks in changed_files(repo, base, head)]
+
+
+def _diff_lines(hunks: str) -> set[tuple[int | None, int | None]]:
+    """Every (new_line, old_line) a diff note may name in ``hunks``: an added line (n, None), a
+    removed one (None, o), an unchanged one (n, o)."""
+    out: set[tuple[int | None, int | None]] = set()
+    old = new = 0
+    for text in hunks.splitlines():
+        m = re.match(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@", text)
+        if m:
+            old, new = int(m[1]), int(m[2])
+        elif text.startswith("+"):
+            out.add((new, None))
+            new += 1
+        elif text.startswith("-"):
+            out.add((None, old))
+            old += 1
+        elif text.startswith(" "):
+            out.add((new, old))
+            old, new = old + 1, new + 1
+    return out
 
 
 def _json(data: Any, status: int, headers: dict[str, str] | None = None) -> Response:
