@@ -26,7 +26,7 @@ from .kustomize import _link_or_copy, _load, _uses_helm_charts, find_tool, kusto
 from .process import RenderError, RenderLimits, decode_utf8, run_tool
 from .roots import KUSTOMIZATION_FILES
 from .snapshot import Snapshot
-from .sourceignore import ArtifactRules, Pattern, artifact_copy, excluded_paths
+from .sourceignore import SYMLINK, ArtifactRules, Pattern, artifact_copy, excluded_paths
 
 # -- envsubst ------------------------------------------------------------------------------------
 
@@ -214,6 +214,8 @@ def _because(rules: ArtifactRules, rel: str, excluded: Mapping[str, Pattern]) ->
     if found is None:
         return ""
     what, pattern = found
+    if pattern is SYMLINK:
+        return f"{what} is a symlink, left out of the artifact of {rules.repository} ({pattern.origin})"
     return (f"{what} is left out of the artifact of {rules.repository} by {pattern.text!r} "
             f"({pattern.origin})")
 

@@ -284,7 +284,12 @@ def repo_paths(message: str, *roots: str) -> str:
 
 
 def _file_digest(path: str) -> str:
+    """The content's hash; a symlink's own target for a symlink (a Flux root's artifact has no
+    symlinks, so a file turned into a link to the same content renders differently there)."""
     h = hashlib.sha256()
+    if os.path.islink(path):
+        h.update(b"symlink\0" + os.fsencode(os.readlink(path)))
+        return h.hexdigest()
     try:
         with open(path, "rb") as fh:
             while chunk := fh.read(1 << 20):

@@ -23,8 +23,9 @@ artifact/v0.18.0, go.mod:27,37):
   pattern matching a *file* by its last element, and every element is compared with Go's
   ``filepath.Match`` (a malformed pattern matches nothing).
 
-Not modelled: archive.go:111-114 also leaves every symlink out; the copy keeps the snapshot's
-(in-repository) symlinks, as the renders did before.
+* archive.go:111-114: the artifact holds regular files and folders only, so every symlink is left
+  out too (:data:`SYMLINK` names why): a build that reads a file through one fails in Flux, and
+  here.
 """
 
 from __future__ import annotations
@@ -321,13 +322,23 @@ def _entries(top: str) -> Iterator[tuple[str, str, str, bool, bool]]:
                 stack.append((rel, entry.path))
 
 
+# What leaves a symlink out: no pattern, the archive's walk (archive.go:111-114 keeps regular files
+# and folders only; filepath.Walk does not follow links).
+SYMLINK = Pattern((), (), False, False, False, "a symlink",
+                  "source-controller archives regular files and folders only, fluxcd/pkg "
+                  "artifact/storage/archive.go:111-114")
+
+
 def scan(top: str, rules: ArtifactRules) -> dict[str, Pattern]:
     """The repo paths of the tree ``top`` that the artifact leaves out, each with the pattern that
-    does (folders too; a path below a left-out folder is decided on its own: archive.go:116-119)."""
+    does (folders too; a path below a left-out folder is decided on its own: archive.go:116-119),
+    and every symlink (:data:`SYMLINK`)."""
     filt = Filter(rules)
     out: dict[str, Pattern] = {}
-    for _, rel, _, is_dir, _ in _entries(top):
-        if (why := filt.excluded(rel, is_dir)) is not None:
+    for _, rel, _, is_dir, is_link in _entries(top):
+        if is_link:
+            out[rel] = SYMLINK
+        elif (why := filt.excluded(rel, is_dir)) is not None:
             out[rel] = why
     return out
 

@@ -324,8 +324,8 @@ def test_a_chart_template_the_sourceignore_excludes_is_not_rendered(repo: Path, 
 def test_a_file_brought_back_inside_a_left_out_folder_is_laid_out(tmp_path: Path) -> None:
     """archive.go:106-119 decides every path on its own (no pruning): ``secret/`` then
     ``!secret/keep.yaml`` keeps that file, and its folder is made for it (tar/untar.go:127-132);
-    symlinks are kept as they are, the rest is hard-linked."""
-    from app.render.sourceignore import artifact_copy, scan
+    a symlink is left out (archive.go:111-114), the rest is hard-linked."""
+    from app.render.sourceignore import SYMLINK, artifact_copy, scan
 
     top = tmp_path / "tree"
     for rel in ("secret/drop.yaml", "secret/keep.yaml", "apps/a.yaml", "apps/logo.png", "empty/.gitkeep"):
@@ -333,12 +333,12 @@ def test_a_file_brought_back_inside_a_left_out_folder_is_laid_out(tmp_path: Path
     (top / "apps/link.yaml").symlink_to("a.yaml")
     rules = ArtifactRules("r", spec_ignore="secret/\n!secret/keep.yaml\n")
     excluded = scan(str(top), rules)
-    assert sorted(excluded) == ["secret", "secret/drop.yaml"]  # defaults off: logo.png stays
+    assert sorted(excluded) == ["apps/link.yaml", "secret", "secret/drop.yaml"]  # logo.png stays
+    assert excluded["apps/link.yaml"] is SYMLINK
     dest = tmp_path / "artifact"
     artifact_copy(str(top), str(dest), excluded)
     got = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if not p.is_dir())
-    assert got == ["apps/a.yaml", "apps/link.yaml", "apps/logo.png", "empty/.gitkeep", "secret/keep.yaml"]
-    assert (dest / "apps/link.yaml").is_symlink()
+    assert got == ["apps/a.yaml", "apps/logo.png", "empty/.gitkeep", "secret/keep.yaml"]
     assert (dest / "apps/a.yaml").stat().st_ino == (top / "apps/a.yaml").stat().st_ino
 
 
@@ -359,3 +359,20 @@ def test_a_values_file_the_artifact_leaves_out_is_missing(repo: Path, engine: st
     [f] = [f for f in report["findings"] if f["path"] == "HelmRelease ray/ray-llm"]
     assert (code, f["code"]) == (3, "render-failed")
     assert "values/prod.yaml" in f["message"] and "'/values/' (spec.ignore of GitRepository" in f["message"]
+
+
+@needs_kubectl
+def test_a_symlink_is_not_in_the_artifact_so_a_build_through_one_fails_as_in_flux(repo: Path, capsys) -> None:
+    """apps/base lists rayservice.yaml, now a symlink to the file moved to shared/: source-controller
+    archives regular files only (archive.go:111-114), so kustomize-controller cannot find it. The
+    same repository deployed by an Argo CD Application renders through the symlink."""
+    base = head(repo)
+    write(repo, "shared/rayservice.yaml", (repo / SERVICE).read_text())
+    (repo / SERVICE).unlink()
+    (repo / SERVICE).symlink_to("../../shared/rayservice.yaml")
+    code, report = run(repo, base, commit(repo), capsys)
+    assert (code, report["decision"]) == (3, "hold")
+    [f] = report["findings"]
+    assert (f["severity"], f["code"], f["path"]) == ("error", "render-failed", APPS_ROOT)
+    assert "rayservice.yaml" in f["message"]
+    assert "is a symlink, left out of the artifact of GitRepository flux-system/flux-system" in f["message"]
