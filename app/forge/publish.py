@@ -82,11 +82,13 @@ async def publish(forge: Forge, change: Change, verdict: Verdict, *, footer: str
 
 
 async def gate(forge: Forge, change: Change, verdict: Verdict, outcome: Outcome, key: bytes,
-               binding: Binding, footer: str) -> Verdict:
+               binding: Binding | None, footer: str) -> Verdict:
     """``verdict`` as it may go on the head (:meth:`Forge.holders`): a success that another change
     with this head holds is a failure naming it, and one whose others cannot be read is an error.
-    A passing result held that way without a note of its own gets one (``binding``), so that its
-    own result is on record for the others' runs (else each would wait for the other)."""
+    A passing result held that way without a note of its own gets one (``binding``; None when the
+    caller has just written the note, as an approval does), so that its own result is on record
+    for the others' runs (else each would wait for the other): a note for nothing to report, the
+    report itself for a pass a quiet comment mode kept to the status. Both forges' flows use it."""
     if verdict.state != "success":
         return verdict
     try:
@@ -98,13 +100,13 @@ async def gate(forge: Forge, change: Change, verdict: Verdict, outcome: Outcome,
                                   comment=False)
         outcome.state, outcome.description = gated.state, gated.description
         return gated
-    if found and outcome.comment == "quiet":  # a quiet mode's pass: its report goes on record
+    if found and binding is not None and outcome.comment == "quiet":  # a quiet pass: its report on record
         try:
             outcome.comment, _ = await post_sticky(forge, change, verdict, footer, key, binding)
         except UpstreamError as exc:
             log.error("%s: note not posted: %s", change.name, exc)
             outcome.comment = "failed"
-    elif found and outcome.comment == "none":
+    elif found and binding is not None and outcome.comment == "none":
         note = (f"This commit is also the head of {', '.join(found)}: {forge.host} keeps one "
                 "`rayservice-impact` status per commit, so it shows what holds there.")
         body = no_change_body(change.head_sha, change.updated_at, bound=binding.line(), note=note)

@@ -23,7 +23,7 @@ from app.clients.github import GitHubClient, GitHubError
 from app.forge import Change
 from app.forge.github import GitHubForge
 from app.forge.options import AnalysisOptions, Outcome, notes_text
-from app.forge.publish import post_sticky
+from app.forge.publish import gate, post_sticky
 from app.forge.settings import warned
 from app.forge.verdict import rendered_report_verdict, verdict_of
 from app.gitdiff import SUBMODULE_MOVED
@@ -36,13 +36,11 @@ from .comment import (
     Binding,
     Verdict,
     approved,
-    no_change_body,
     verdict_for_error,
     verdict_for_no_change,
     verdict_for_report,
 )
-from .gate import commit_lock, gate_on_commit
-from .own import find_sticky_comment
+from .gate import commit_lock
 from .rendering import RenderedPull, render_pull
 from .repo_config import ALWAYS, read_config
 from .revisions import NOTE_PR_FILES_CAP, merge_group_entries, resolve
@@ -270,41 +268,13 @@ async def _comment(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome:
 
 async def gate_for_head(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome: Outcome, key: bytes,
                         binding: Binding | None = None, footer: str | None = None) -> Verdict:
-    """``verdict`` as it may go on the head SHA (:func:`.gate.gate_on_commit`): a success that
-    another pull request with this head holds is a failure naming it, and one that cannot be
-    checked is an error. A result without a comment held that way gets one (``binding``), so its
-    own result is on record for the others (else an accepted hold on the other pull request would
-    stay held by this one, whose result it cannot read): a note for no RayService change, the
-    report itself for a pass that a quiet comment mode kept to the status."""
-    try:
-        gated, found = await gate_on_commit(gh, pr, verdict, key)
-    except GitHubError as exc:
-        log.error("%s: cannot read the other results on %s: %s", pr.full_name, pr.head_sha[:7], exc)
-        gated, found = verdict_for_error(f"cannot check the other pull requests with this head ({exc})",
-                                         comment=False), []
-        outcome.retryable = True
-    if found and binding is not None and verdict.markdown is None and outcome.comment == "none":
-        outcome.comment = await _record_no_change(gh, pr, binding, found)
-    elif found and binding is not None and outcome.comment == "quiet":
-        try:
-            outcome.comment, _ = await _post_sticky(gh, pr, verdict, footer, key, binding, ALWAYS)
-        except GitHubError as exc:
-            log.error("%s: comment not posted: %s", pr.full_name, exc)
-            outcome.comment = "failed"
-    outcome.state, outcome.description = gated.state, gated.description
-    return gated
-
-
-async def _record_no_change(gh: GitHubClient, pr: PullRequest, binding: Binding, found: list[str]) -> str:
-    note = (f"This commit is also the head of {', '.join(found)}: GitHub keeps one `rayservice-impact` "
-            "status per commit, so it shows what holds there.")
-    body = no_change_body(pr.head_sha, pr.updated_at, bound=binding.line(), note=note)
-    try:
-        await gh.create_comment(pr.owner, pr.repo, pr.number, body, find=lambda: find_sticky_comment(gh, pr))
-    except GitHubError as exc:
-        log.error("%s: comment not posted: %s", pr.full_name, exc)
-        return "failed"
-    return "created"
+    """``verdict`` as it may go on the head SHA: :func:`app.forge.publish.gate` through the forge
+    boundary (a success that another pull request with this head holds is a failure naming it, one
+    that cannot be checked is an error, and a result held that way without a comment gets one
+    when ``binding`` is given)."""
+    change = Change(pr.full_name, pr.number, pr.head_sha, pr.base_ref, pr.updated_at)
+    footer = footer_for(pr) if footer is None else footer
+    return await gate(GitHubForge(gh, pr), change, verdict, outcome, key, binding, footer)
 
 
 async def post_gate(gh: GitHubClient, pr: PullRequest, verdict: Verdict, outcome: Outcome, *,

@@ -108,16 +108,6 @@ def why_held(comment: dict[str, Any] | None, key: bytes, number: int, head: str)
     return _WHY_HELD.get(shown.gate, "no result yet")
 
 
-async def gate_on_commit(gh: GitHubClient, pr: PullRequest, verdict: Verdict,
-                         key: bytes) -> tuple[Verdict, list[str]]:
-    """(``verdict`` as it may go on ``pr``'s head SHA, what holds it): a success only when nothing
-    else with this commit holds it. ``GitHubError`` when that cannot be told."""
-    if verdict.state != "success" or pr.is_merge_group:
-        return verdict, []
-    found = await holders_of(gh, pr, key)
-    return held_by(verdict, found), found
-
-
 def held_by(verdict: Verdict, found: list[str]) -> Verdict:
     """``verdict`` as it may go on a head that ``found`` (other changes with that head) hold."""
     if not found:
