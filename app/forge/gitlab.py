@@ -33,14 +33,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from app.clients.gitlab import ArchiveTooLarge as ClientTooLarge
 from app.clients.gitlab import GitLabClient, GitLabError, GitLabNotFound
 from app.github.comment import Verdict, is_ours
-from app.github.gate import why_held
+from app.github.gate import head_lock, why_held
 from app.gitlab.inline import MODES, Inline, wanted
 from app.gitlab.revisions import resolve
 
@@ -53,7 +52,6 @@ LEVELS = {0: "not a member", 5: "Minimal Access", 10: "Guest", 15: "Planner", 20
 GITLAB_STATE = {"success": "success", "failure": "failed", "error": "failed"}
 CHECK_STATUS = {"success": "passed", "failure": "failed", "error": "failed"}
 _SUBJECT = re.compile(r"^(?P<project>.+)/-/merge_requests/(?P<iid>\d+)/?$")
-_LOCKS: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = weakref.WeakValueDictionary()
 
 
 def subject_of(url: str, project_url: str = "") -> int | None:
@@ -161,11 +159,7 @@ class GitLabForge:
         return level >= self.approve_level, name
 
     def head_lock(self) -> asyncio.Lock:
-        key = (self.gl.api, str(self.project), self.head_sha)
-        lock = _LOCKS.get(key)
-        if lock is None:
-            lock = _LOCKS[key] = asyncio.Lock()
-        return lock
+        return head_lock("gitlab", self.gl.api, str(self.project), self.head_sha)
 
     async def holders(self, key: bytes) -> list[str]:
         """What else at this head holds it (see the module docstring): ``["!7 (held)"]``."""

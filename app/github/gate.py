@@ -37,7 +37,7 @@ from .own import find_sticky_comment
 
 _SUBJECT = re.compile(r"/(?:pull/(?P<number>\d+)|queue/(?P<queue>[^?#]+))/?$")
 _WHY_HELD = {"success": "", "failure": "held", "error": "could not be analysed"}
-_LOCKS: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = weakref.WeakValueDictionary()
+_LOCKS: weakref.WeakValueDictionary[tuple[str, ...], asyncio.Lock] = weakref.WeakValueDictionary()
 
 
 def status_url(pr: PullRequest) -> str:
@@ -58,7 +58,11 @@ def subject_of(url: str) -> int | str | None:
 def commit_lock(pr: PullRequest) -> asyncio.Lock:
     """One publisher at a time per head SHA in this process, so what a run reads about the other
     pull requests with that head is still true when its status goes up."""
-    key = (pr.owner.lower(), pr.repo.lower(), pr.head_sha)
+    return head_lock("github", pr.owner.lower(), pr.repo.lower(), pr.head_sha)
+
+
+def head_lock(*key: str) -> asyncio.Lock:
+    """The one lock of ``key`` (forge, repository, head) in this process, while anyone holds it."""
     lock = _LOCKS.get(key)
     if lock is None:
         lock = _LOCKS[key] = asyncio.Lock()

@@ -25,7 +25,6 @@ from .mr import project_path
 log = logging.getLogger(__name__)
 
 
-
 async def run_merge_request(gl: GitLabClient, job: PullRequest, options: AnalysisOptions, *,
                             approve_level: int = 30, checks: dict[str, int | None] | None = None,
                             inline: str = "off",
