@@ -38,7 +38,7 @@ from app.output import EXIT_USAGE
 from diffing.versions import DEFAULT
 
 from .comment import fit
-from .repo_config import ALWAYS, MODES, PATH, RepoConfig, parse_config
+from .repo_config import ALWAYS, MODES, RepoConfig, config_in_checkout
 
 SUMMARY_MAX_BYTES = 1024 * 1024      # GitHub's limit for one step's job summary (1 MiB)
 SUMMARY_BUDGET = SUMMARY_MAX_BYTES - 16 * 1024
@@ -168,8 +168,7 @@ def comment_mode(plan: Plan, env: dict[str, str]) -> RepoConfig:
     if not plan.range_args:
         return RepoConfig()
     base = plan.range_args[0].split("...")[0].split("..")[0] or "HEAD"
-    text = _git(env.get("GITHUB_WORKSPACE") or ".", "show", f"{base}:{PATH}")
-    return parse_config(text) if text is not None else RepoConfig()
+    return config_in_checkout(env.get("GITHUB_WORKSPACE") or ".", base)
 
 
 def run_cli(plan: Plan, env: dict[str, str], fmt: str) -> tuple[int, str, str]:

@@ -31,6 +31,8 @@ out of range (1 to 1440) is the service's ``RAYSERVICE_IMPACT_ROLLOUT_DEADLINE_M
 from __future__ import annotations
 
 import logging
+import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -103,3 +105,27 @@ async def read_config(gh: GitHubClient, owner: str, repo: str, ref: str) -> Repo
     except GitHubError as exc:
         log.warning("%s/%s: %s not read at %s (%s); commenting always", owner, repo, PATH, ref[:12], exc)
         return RepoConfig()
+
+
+def config_in_checkout(workspace: str, rev: str, paths: Sequence[str] = (PATH,), *,
+                       timeout: float = 300) -> RepoConfig:
+    """The settings at ``rev`` of the git checkout ``workspace`` (the Action's, the GitLab CI job's),
+    from the first of ``paths`` there; the default without a ``rev`` or a file. Something other
+    than a file at that path is a problem, as is a file that cannot be parsed."""
+    if not rev:
+        return RepoConfig()
+    for path in paths:
+        kind = _git(workspace, timeout, "cat-file", "-t", f"{rev}:{path}")
+        if kind is None:
+            continue
+        kind = kind.decode().strip()
+        if kind != "blob":
+            return RepoConfig(problem=f"`{path}` cannot be read at the base (a {kind}); commenting `always`")
+        raw = _git(workspace, timeout, "cat-file", "blob", f"{rev}:{path}")
+        return parse_config((raw or b"")[:MAX_BYTES + 1], path)
+    return RepoConfig()
+
+
+def _git(workspace: str, timeout: float, *args: str) -> bytes | None:
+    proc = subprocess.run(["git", "-C", workspace, *args], capture_output=True, check=False, timeout=timeout)
+    return proc.stdout if proc.returncode == 0 else None

@@ -51,7 +51,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from app.github.repo_config import GITLAB_PATHS, MAX_BYTES, RepoConfig, parse_config
+from app.github.repo_config import GITLAB_PATHS, config_in_checkout
 from app.output import EXIT_HOLD, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from diffing.versions import DEFAULT
 
@@ -199,7 +199,8 @@ def make_plan(env: dict[str, str]) -> Plan:
             "job's outcome is the verdict")
     comment = (env.get("RSI_COMMENT") or "").strip().lower()
     if not comment:  # the input left empty: the repository's own setting, as the service reads it
-        config = settings_at(ws, plan.range_args[0].split("...")[0].split("..")[0] if plan.range_args else "")
+        base = plan.range_args[0].split("...")[0].split("..")[0] if plan.range_args else ""
+        config = config_in_checkout(ws, base, GITLAB_PATHS, timeout=GIT_TIMEOUT)
         if config.problem:
             plan.notes.append(config.problem)
         comment = config.comment
@@ -209,24 +210,6 @@ def make_plan(env: dict[str, str]) -> Plan:
         comment = "always"
     plan.comment = comment
     return plan
-
-
-def settings_at(ws: str, base: str) -> RepoConfig:
-    """The repository's comment setting at ``base`` (what the merge request is compared with: it
-    cannot set how it is itself noted), from the first of the service's files there
-    (:data:`app.github.repo_config.GITLAB_PATHS`); the default without a base or a file."""
-    if not base:
-        return RepoConfig()
-    for path in GITLAB_PATHS:
-        kind = _git(ws, "cat-file", "-t", f"{base}:{path}")
-        if kind is None:
-            continue
-        if kind != "blob":
-            return RepoConfig(problem=f"`{path}` cannot be read at the base (a {kind}); commenting `always`")
-        raw = subprocess.run(["git", "-C", ws, "cat-file", "blob", f"{base}:{path}"], capture_output=True,
-                             check=False, timeout=GIT_TIMEOUT).stdout
-        return parse_config(raw[:MAX_BYTES + 1], path)
-    return RepoConfig()
 
 
 def _short(rev: str) -> str:

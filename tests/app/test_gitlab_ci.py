@@ -15,7 +15,8 @@ import pytest
 from github_helpers import MANIFEST, manifest
 from gitlab_ci_runner import INPUT, ROOT, TEMPLATE, documents, interpolate, run_job
 
-from app.gitlab.ci import job_exit, make_plan, settings_at
+from app.github.repo_config import GITLAB_PATHS, config_in_checkout
+from app.gitlab.ci import job_exit, make_plan
 
 SCHEMA = json.loads((ROOT / "tests" / "data" / "gitlab" / "codequality.schema.json").read_text())
 OTHER = "k8s/other.yaml"
@@ -335,12 +336,12 @@ def test_the_setting_at_the_base_is_gitlabs_file_else_githubs(tmp_path: Path) ->
     folder = _commit_files(repo, {".gitlab/rayservice-impact.yml": None,
                                   ".gitlab/rayservice-impact.yml/x": "comment: on-hold\n"}, "a folder")
     ws = str(repo)
-    assert [settings_at(ws, c).comment for c in (none, github, both, empty)] == [
+    assert [config_in_checkout(ws, c, GITLAB_PATHS).comment for c in (none, github, both, empty)] == [
         "always", "on-change", "on-hold", "always"]   # an empty .gitlab file is the default, no fallback
-    assert settings_at(ws, "").comment == "always"
-    wrong = settings_at(ws, bad)
+    assert config_in_checkout(ws, "", GITLAB_PATHS).comment == "always"
+    wrong = config_in_checkout(ws, bad, GITLAB_PATHS)
     assert wrong.comment == "always" and "`.gitlab/rayservice-impact.yml`" in wrong.problem
-    assert "a tree" in settings_at(ws, folder).problem
+    assert "a tree" in config_in_checkout(ws, folder, GITLAB_PATHS).problem
 
 
 def test_the_job_takes_the_mode_from_the_base_unless_the_input_sets_one(hold_origin, tmp_path) -> None:
