@@ -154,8 +154,7 @@ def not_applied(obj: Mapping[str, Any], created: bool) -> str:
     """Why kustomize-controller does not apply ``obj`` as Git has it ("" when it does): the
     ``kustomize.toolkit.fluxcd.io/reconcile: disabled`` or ``ssa: Ignore`` exclusion, or ``ssa:
     IfNotPresent`` for an object that already exists (kustomization_controller.go:859-866)."""
-    meta = _sub(obj, "metadata")
-    marks = {**_sub(meta, "labels"), **_sub(meta, "annotations")}
+    marks = _marks(obj)
     key = RULES["ssa-annotation"]["key"]
     if marks.get(f"{KUSTOMIZE_GROUP}/reconcile") == "disabled" or marks.get(key) == "Ignore":
         return (f"Flux never applies this object ({KUSTOMIZE_GROUP}/reconcile: disabled or {key}: Ignore): "
@@ -185,7 +184,7 @@ def not_pruned(deployer: Mapping[str, Any], kept: Mapping[str, Any] | None, obj:
             return (f"Flux does not delete this object: {RULES['helm-keep']['key']}: keep makes Helm leave "
                     "it in the cluster when the release no longer renders it")
         return ""
-    marks = {**_sub(meta, "labels"), **_sub(meta, "annotations")}
+    marks = _marks(obj)
     for key, value in RULES["prune-exclusions"].items():
         if key != "cite" and marks.get(key) == value:
             return (f"Flux does not delete this object: {key}: {value} keeps it out of Flux's garbage "
@@ -206,6 +205,13 @@ def not_pruned(deployer: Mapping[str, Any], kept: Mapping[str, Any] | None, obj:
         return (f"Flux does not delete this object: {where} is removed with {said}, which leaves its "
                 "objects in the cluster")
     return ""
+
+
+def _marks(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """An object's labels and annotations as one mapping: kustomize-controller reads its marks
+    from either (fluxcd/pkg ssa/utils/meta.go:61, AnyInMetadata)."""
+    meta = _sub(obj, "metadata")
+    return {**_sub(meta, "labels"), **_sub(meta, "annotations")}
 
 
 def reason(deployer: Mapping[str, Any]) -> str:
