@@ -133,6 +133,7 @@ class _FluxDocs:
     kustomizations: list[tuple[str, Mapping[str, Any]]]
     releases: list[tuple[str, Mapping[str, Any]]]
     repositories: dict[tuple[str, str], tuple[str, Mapping[str, Any]]]  # (ns, name) -> (file, doc)
+    ignores: tuple[tuple[str, str], ...] | None = None  # (file, text) of every .sourceignore, read once
 
 
 def _flux_docs(tree: _Tree, notes: list[Note]) -> _FluxDocs:
@@ -182,12 +183,11 @@ def _artifact_rules(tree: _Tree, docs: _FluxDocs, ref: Mapping[str, Any], namesp
     that is not in the snapshot is taken to have none (docs/flux.md: a guess)."""
     ns = str(ref.get("namespace") or namespace)
     name = str(ref.get("name") or "")
-    texts = []
-    for rel in ignore_files(tree.files):
-        data = tree.read(rel)
-        root.read_files.add(rel)
-        folder = rel.rpartition("/")[0]
-        texts.append((folder, (data or b"").decode("utf-8", "surrogateescape")))
+    if docs.ignores is None:
+        docs.ignores = tuple((rel, (tree.read(rel) or b"").decode("utf-8", "surrogateescape"))
+                             for rel in ignore_files(tree.files))
+    root.read_files.update(rel for rel, _ in docs.ignores)
+    texts = [(rel.rpartition("/")[0], text) for rel, text in docs.ignores]
     found = docs.repositories.get((ns, name))
     ignore = _spec(found[1]).get("ignore") if found is not None else None
     if ignore is not None and not isinstance(ignore, str):
